@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what pixflow needs to build, test and run its jobs, and nothing
+# when it is already there (safe to run again and again):
+#   - Debian packages (apt-get), only those missing;
+#   - the models from npm (package.json + package-lock.json) into node_modules/,
+#     only when the lock file changed since the last install.
+# CUDA is optional: the build uses nvcc when /usr/local/cuda (or PATH) has it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Build tools and libraries. Later modules add theirs here (one list).
+DEB_PACKAGES=(cmake make gcc g++ pkg-config nodejs npm)
+
+missing=()
+for p in "${DEB_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Models from npm, pinned by the lock file. The stamp holds the lock's hash.
+stamp=node_modules/.pixflow-lock.sha256
+want=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "setup: installing models from npm (package-lock.json)"
+  npm ci --no-audit --no-fund --loglevel=error
+  echo "$want" > "$stamp"
+fi
