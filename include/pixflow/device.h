@@ -208,7 +208,9 @@ PF_API void pf_allocator_destroy(pf_allocator **a);
 
 /* A buffer of at least `size` bytes (pf_buffer_size() reports `size`), aligned
  * to 256 bytes, owned by `stream` (NULL = the device's default ordering:
- * synchronous reuse only). size 0 is invalid. */
+ * synchronous reuse only). size 0 is invalid. `stream` must belong to the
+ * allocator's device and stay alive until the buffer's last reference is
+ * dropped (dropping it records an event on the stream). */
 PF_API pf_status pf_allocator_alloc(pf_allocator *a, size_t size, pf_stream *stream,
                                     pf_buffer **out);
 

@@ -90,7 +90,7 @@ pf_status pf_tensor_alloc(pf_tensor *t, pf_dtype dtype, int ndim, const int64_t 
                           pf_layout layout, pf_allocator *alloc, pf_stream *stream)
 {
     PF_CHECK_ARG(t, "pf_tensor_alloc", "tensor is NULL");
-    int64_t strides[PF_TENSOR_MAX_DIMS], numel;
+    int64_t strides[PF_TENSOR_MAX_DIMS], numel = 0;
     pf_status st = check_shape("pf_tensor_alloc", dtype, ndim, shape, layout, strides, &numel);
     if (st != PF_OK) return st;
     size_t bytes = (size_t)numel * pf_dtype_size(dtype);
@@ -107,7 +107,7 @@ pf_status pf_tensor_wrap(pf_tensor *t, pf_buffer *buf, size_t offset, pf_dtype d
                          const int64_t *shape, const int64_t *strides, pf_layout layout)
 {
     PF_CHECK_ARG(t && buf, "pf_tensor_wrap", "tensor or buffer is NULL");
-    int64_t contig[PF_TENSOR_MAX_DIMS], numel;
+    int64_t contig[PF_TENSOR_MAX_DIMS], numel = 0;
     pf_status st = check_shape("pf_tensor_wrap", dtype, ndim, shape, layout, contig, &numel);
     if (st != PF_OK) return st;
     const int64_t *use = strides ? strides : contig;

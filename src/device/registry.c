@@ -94,7 +94,7 @@ pf_status pf_device_get(pf_device_type type, int index, pf_device **out)
     backend_slot *s = slot_for(type);
     if (!s) return pf_set_error(PF_ERR_INVALID, "pf_device_get: unknown device type %d", (int)type);
     if (s->count == 0)
-        return pf_set_error(PF_ERR_NO_DEVICE, "no %s device: %s", pf_device_type_name(type),
+        return pf_set_error(PF_ERR_NO_DEVICE, "%s unavailable: %s", pf_device_type_name(type),
                             s->detail);
     if (index < 0 || index >= s->count)
         return pf_set_error(PF_ERR_NO_DEVICE, "no device %s:%d (%d %s device%s present)",
@@ -125,15 +125,16 @@ pf_status pf_device_select(const char *spec, pf_device **out)
 {
     PF_CHECK_ARG(out, "pf_device_select", "out is NULL");
     *out = NULL;
-    const char *from = "argument";
+    const char *from = NULL; /* where the spec came from, when not the caller */
     if (!spec || !*spec) {
         spec = getenv("PIXFLOW_DEVICE");
-        from = "PIXFLOW_DEVICE";
+        from = " (from PIXFLOW_DEVICE)";
         if (!spec || !*spec) {
             spec = "auto";
-            from = "default";
+            from = " (default)";
         }
     }
+    if (!from) from = "";
     if (!strcmp(spec, "auto")) {
         if (pf_device_count(PF_DEVICE_CUDA) > 0) return pf_device_get(PF_DEVICE_CUDA, 0, out);
         PF_LOGI("device auto: using the CPU (cuda %s)", slot_for(PF_DEVICE_CUDA)->detail);
@@ -148,7 +149,7 @@ pf_status pf_device_select(const char *spec, pf_device **out)
             idx = strtol(rest + 1, &end, 10);
             if (end == rest + 1 || *end || idx < 0 || idx > 1024)
                 return pf_set_error(PF_ERR_INVALID,
-                                    "bad device '%s' (from %s): expected cuda:N with N >= 0",
+                                    "bad device '%s'%s: expected cuda:N with N >= 0",
                                     spec, from);
         } else if (*rest) {
             goto bad;
@@ -157,13 +158,13 @@ pf_status pf_device_select(const char *spec, pf_device **out)
         if (st != PF_OK) {
             char why[768];
             snprintf(why, sizeof why, "%s", pf_last_error());
-            return pf_set_error(st, "device '%s' (from %s): %s", spec, from, why);
+            return pf_set_error(st, "device '%s'%s: %s", spec, from, why);
         }
         return PF_OK;
     }
 bad:
     return pf_set_error(PF_ERR_INVALID,
-                        "unknown device '%s' (from %s): expected auto, cpu, cuda or cuda:N",
+                        "unknown device '%s'%s: expected auto, cpu, cuda or cuda:N",
                         spec, from);
 }
 

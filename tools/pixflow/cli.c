@@ -1,0 +1,302 @@
+/* Shared CLI helpers (see cli.h). */
+#include "cli.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Options ----------------------------------------------------------------------------- */
+
+int cli_option_index(const cli_option *opts, const char *name)
+{
+    for (int i = 0; opts[i].name && i < CLI_MAX_OPTIONS; i++)
+        if (strcmp(opts[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* Matches "--name" or "--name=value" against the table; *eq points at '=' or NULL. */
+static int match_long(const cli_option *opts, const char *arg, const char **eq)
+{
+    const char *body = arg + 2;
+    *eq = strchr(body, '=');
+    size_t len = *eq ? (size_t)(*eq - body) : strlen(body);
+    for (int i = 0; opts[i].name && i < CLI_MAX_OPTIONS; i++)
+        if (strlen(opts[i].name) == len && strncmp(opts[i].name, body, len) == 0) return i;
+    return -1;
+}
+
+bool cli_parse(const char *cmd, const cli_option *opts, int argc, char **argv, cli_args *out)
+{
+    memset(out, 0, sizeof *out);
+    bool only_positional = false;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        bool is_option = !only_positional && arg[0] == '-' && arg[1] != '\0';
+        if (is_option && strcmp(arg, "--") == 0) {
+            only_positional = true;
+            continue;
+        }
+        if (!is_option) {
+            if (out->positional_count == CLI_MAX_POSITIONAL) {
+                fprintf(stderr, "pixflow %s: too many arguments (at most %d)\n", cmd,
+                        CLI_MAX_POSITIONAL);
+                return false;
+            }
+            out->positional[out->positional_count++] = arg;
+            continue;
+        }
+        const char *eq = NULL;
+        int idx = -1;
+        if (strcmp(arg, "-h") == 0) {
+            idx = cli_option_index(opts, "help");
+        } else if (arg[1] == '-') {
+            idx = match_long(opts, arg, &eq);
+        }
+        if (idx < 0) {
+            fprintf(stderr, "pixflow %s: unknown option '%s' (see 'pixflow %s --help')\n", cmd,
+                    arg, cmd);
+            return false;
+        }
+        const cli_option *o = &opts[idx];
+        if (!o->metavar) {
+            if (eq) {
+                fprintf(stderr, "pixflow %s: option --%s takes no value (got '%s')\n", cmd,
+                        o->name, eq + 1);
+                return false;
+            }
+            out->set[idx] = true;
+            continue;
+        }
+        const char *value = NULL;
+        if (eq) {
+            value = eq + 1;
+        } else if (i + 1 < argc) {
+            value = argv[++i];
+        } else {
+            fprintf(stderr, "pixflow %s: option --%s needs a value (--%s %s)\n", cmd, o->name,
+                    o->name, o->metavar);
+            return false;
+        }
+        if (!value[0]) {
+            fprintf(stderr, "pixflow %s: option --%s needs a non-empty value (--%s %s)\n", cmd,
+                    o->name, o->name, o->metavar);
+            return false;
+        }
+        out->set[idx] = true;
+        out->value[idx] = value;
+    }
+    return true;
+}
+
+bool cli_flag(const cli_option *opts, const cli_args *a, const char *name)
+{
+    int i = cli_option_index(opts, name);
+    return i >= 0 && a->set[i];
+}
+
+const char *cli_value(const cli_option *opts, const cli_args *a, const char *name)
+{
+    int i = cli_option_index(opts, name);
+    return i >= 0 && a->set[i] ? a->value[i] : NULL;
+}
+
+void cli_print_options(FILE *f, const cli_option *opts)
+{
+    int width = 0;
+    for (int i = 0; opts[i].name; i++) {
+        int w = (int)strlen(opts[i].name) + 2 +
+                (opts[i].metavar ? 1 + (int)strlen(opts[i].metavar) : 0);
+        if (w > width) width = w;
+    }
+    for (int i = 0; opts[i].name; i++) {
+        char left[96];
+        snprintf(left, sizeof left, "--%s%s%s", opts[i].name, opts[i].metavar ? " " : "",
+                 opts[i].metavar ? opts[i].metavar : "");
+        fprintf(f, "  %-*s  %s\n", width, left, opts[i].help);
+    }
+}
+
+/* JSON ------------------------------------------------------------------------------------ */
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one
+ * (overlong forms, surrogates and code points above U+10FFFF are invalid). */
+static int utf8_sequence(const unsigned char *s)
+{
+    unsigned c = s[0];
+    if (c < 0x80) return 1;
+    int n;
+    unsigned cp;
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+        cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0; /* also stops at the terminating NUL */
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
+    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
+    return n;
+}
+
+void cli_json_write_escaped(FILE *f, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    fputc('"', f);
+    while (*s) {
+        unsigned c = *s;
+        switch (c) {
+        case '"': fputs("\\\"", f); s++; continue;
+        case '\\': fputs("\\\\", f); s++; continue;
+        case '\b': fputs("\\b", f); s++; continue;
+        case '\f': fputs("\\f", f); s++; continue;
+        case '\n': fputs("\\n", f); s++; continue;
+        case '\r': fputs("\\r", f); s++; continue;
+        case '\t': fputs("\\t", f); s++; continue;
+        default: break;
+        }
+        if (c < 0x20 || c == 0x7F) {
+            fprintf(f, "\\u%04x", c);
+            s++;
+            continue;
+        }
+        int n = utf8_sequence(s);
+        if (n == 0) {
+            fputs("\\ufffd", f);
+            s++;
+            continue;
+        }
+        fwrite(s, 1, (size_t)n, f);
+        s += n;
+    }
+    fputc('"', f);
+}
+
+void cli_json_init(cli_json *j, FILE *f)
+{
+    memset(j, 0, sizeof *j);
+    j->f = f;
+}
+
+static void indent(cli_json *j)
+{
+    for (int i = 0; i < j->depth; i++) fputs("  ", j->f);
+}
+
+/* Separator, newline and indentation before an item, then its key. */
+static void item(cli_json *j, const char *key)
+{
+    if (j->depth > 0) {
+        if (j->has_items[j->depth]) fputc(',', j->f);
+        fputc('\n', j->f);
+        j->has_items[j->depth] = true;
+        indent(j);
+    }
+    if (key) {
+        cli_json_write_escaped(j->f, key);
+        fputs(": ", j->f);
+    }
+}
+
+static void json_open(cli_json *j, const char *key, char c)
+{
+    item(j, key);
+    fputc(c, j->f);
+    if (j->depth + 1 < CLI_JSON_MAX_DEPTH) j->depth++;
+    j->has_items[j->depth] = false;
+}
+
+static void json_close(cli_json *j, char c)
+{
+    bool had = j->has_items[j->depth];
+    if (j->depth > 0) j->depth--;
+    if (had) {
+        fputc('\n', j->f);
+        indent(j);
+    }
+    fputc(c, j->f);
+}
+
+void cli_json_object_begin(cli_json *j, const char *key) { json_open(j, key, '{'); }
+void cli_json_object_end(cli_json *j) { json_close(j, '}'); }
+void cli_json_array_begin(cli_json *j, const char *key) { json_open(j, key, '['); }
+void cli_json_array_end(cli_json *j) { json_close(j, ']'); }
+
+void cli_json_string(cli_json *j, const char *key, const char *value)
+{
+    item(j, key);
+    if (value)
+        cli_json_write_escaped(j->f, value);
+    else
+        fputs("null", j->f);
+}
+
+void cli_json_int(cli_json *j, const char *key, long long value)
+{
+    item(j, key);
+    fprintf(j->f, "%lld", value);
+}
+
+void cli_json_uint(cli_json *j, const char *key, unsigned long long value)
+{
+    item(j, key);
+    fprintf(j->f, "%llu", value);
+}
+
+void cli_json_double(cli_json *j, const char *key, double value)
+{
+    item(j, key);
+    if (isfinite(value))
+        fprintf(j->f, "%.6g", value);
+    else
+        fputs("null", j->f);
+}
+
+void cli_json_bool(cli_json *j, const char *key, bool value)
+{
+    item(j, key);
+    fputs(value ? "true" : "false", j->f);
+}
+
+void cli_json_null(cli_json *j, const char *key)
+{
+    item(j, key);
+    fputs("null", j->f);
+}
+
+void cli_json_finish(cli_json *j)
+{
+    fputc('\n', j->f);
+    fflush(j->f);
+}
+
+/* Formatting ---------------------------------------------------------------------------- */
+
+const char *cli_fmt_bytes(char *buf, size_t size, uint64_t bytes)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    if (bytes < 1024) {
+        snprintf(buf, size, "%llu B", (unsigned long long)bytes);
+        return buf;
+    }
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 6) {
+        v /= 1024.0;
+        u++;
+    }
+    /* 1023.999 KiB would print as "1024.00 KiB": step up instead. */
+    if (v >= 1023.995 && u < 6) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(buf, size, "%.2f %s", v, units[u]);
+    return buf;
+}

@@ -1,0 +1,100 @@
+/* Small helpers shared by the pixflow commands: option parsing, a JSON
+ * writer and byte formatting. The CLI uses only the public API
+ * (include/pixflow/); nothing here reaches into src/. */
+#ifndef PF_TOOLS_CLI_H
+#define PF_TOOLS_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit codes of every command. */
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1   /* the work failed (device missing, check failed, I/O) */
+#define CLI_EXIT_USAGE 2  /* bad command line */
+
+/* A command: `run` gets argv[0] = the command's name, and returns an exit code. */
+typedef struct cli_command {
+    const char *name;
+    const char *summary;   /* one line for `pixflow --help` */
+    int (*run)(int argc, char **argv);
+} cli_command;
+
+int cmd_info(int argc, char **argv);
+
+/* Option parsing ------------------------------------------------------------------
+ *
+ * Accepts --flag, --name=value and --name value; "-h" is --help; "--" ends the
+ * options. Anything not starting with '-' (and everything after "--") is a
+ * positional argument. A repeated option keeps its last value. */
+
+#define CLI_MAX_OPTIONS 32
+#define CLI_MAX_POSITIONAL 16
+
+typedef struct cli_option {
+    const char *name;      /* without dashes: "device" */
+    const char *metavar;   /* NULL for a flag; else the value's name: "SPEC" */
+    const char *help;      /* one line */
+} cli_option;
+
+typedef struct cli_args {
+    bool set[CLI_MAX_OPTIONS];          /* by index into the option table */
+    const char *value[CLI_MAX_OPTIONS]; /* value options only */
+    const char *positional[CLI_MAX_POSITIONAL];
+    int positional_count;
+} cli_args;
+
+/* Parses argv[1..argc) (argv[0] is the command's name) against `opts`
+ * (terminated by an entry with name NULL). On a bad command line prints
+ * "pixflow CMD: ..." and a pointer to --help on stderr and returns false. */
+bool cli_parse(const char *cmd, const cli_option *opts, int argc, char **argv, cli_args *out);
+
+/* Index of option `name` in `opts`, or -1. */
+int cli_option_index(const cli_option *opts, const char *name);
+bool cli_flag(const cli_option *opts, const cli_args *a, const char *name);
+/* The option's value, or NULL when it was not given. */
+const char *cli_value(const cli_option *opts, const cli_args *a, const char *name);
+
+/* Prints an aligned option list ("  --device SPEC   help"). */
+void cli_print_options(FILE *f, const cli_option *opts);
+
+/* JSON writer ----------------------------------------------------------------------
+ *
+ * Streams indented JSON to a FILE. Inside an object every call takes a key;
+ * inside an array (and for the top-level value) key must be NULL. Strings are
+ * escaped per RFC 8259 (quotes, backslash, control characters); bytes that are
+ * not valid UTF-8 become U+FFFD so the output always parses. Non-finite
+ * doubles are written as null. */
+
+#define CLI_JSON_MAX_DEPTH 32
+
+typedef struct cli_json {
+    FILE *f;
+    int depth;
+    bool has_items[CLI_JSON_MAX_DEPTH]; /* a comma is needed before the next item */
+} cli_json;
+
+void cli_json_init(cli_json *j, FILE *f);
+void cli_json_object_begin(cli_json *j, const char *key);
+void cli_json_object_end(cli_json *j);
+void cli_json_array_begin(cli_json *j, const char *key);
+void cli_json_array_end(cli_json *j);
+void cli_json_string(cli_json *j, const char *key, const char *value); /* NULL -> null */
+void cli_json_int(cli_json *j, const char *key, long long value);
+void cli_json_uint(cli_json *j, const char *key, unsigned long long value);
+void cli_json_double(cli_json *j, const char *key, double value);
+void cli_json_bool(cli_json *j, const char *key, bool value);
+void cli_json_null(cli_json *j, const char *key);
+/* Ends the document with a newline. */
+void cli_json_finish(cli_json *j);
+
+/* Writes `s` as a JSON string literal, quotes included. */
+void cli_json_write_escaped(FILE *f, const char *s);
+
+/* Formatting ---------------------------------------------------------------------- */
+
+/* "0 B", "512 B", "1.50 KiB", "23.54 GiB" (binary units); returns buf. */
+const char *cli_fmt_bytes(char *buf, size_t size, uint64_t bytes);
+
+#endif
