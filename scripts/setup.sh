@@ -8,11 +8,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Build tools and libraries. Later modules add theirs here (one list).
-DEB_PACKAGES=(cmake make gcc g++ pkg-config nodejs npm)
+# Tools, checked by command (node and npm may come from another packaging of
+# Node.js, which Debian's npm package would conflict with): "command:package".
+DEB_TOOLS=(cmake:cmake make:make gcc:gcc g++:g++ pkg-config:pkg-config node:nodejs npm:npm)
+# Libraries, checked by Debian package name. Later modules add theirs here.
+DEB_LIBS=()
 
 missing=()
-for p in "${DEB_PACKAGES[@]}"; do
+for t in "${DEB_TOOLS[@]}"; do
+  command -v "${t%%:*}" >/dev/null 2>&1 || missing+=("${t#*:}")
+done
+for p in "${DEB_LIBS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
