@@ -149,7 +149,8 @@ PF_API pf_status pf_event_query(pf_event *e);
  * complete when recorded); a CPU stream waiting on a CUDA event blocks the
  * calling thread until the event completes. */
 PF_API pf_status pf_stream_wait_event(pf_stream *s, pf_event *e);
-/* Milliseconds between two completed events recorded on one device. */
+/* Milliseconds between two events recorded on one device; PF_AGAIN while
+ * either is not complete yet. */
 PF_API pf_status pf_event_elapsed_ms(pf_event *start, pf_event *end, float *ms);
 
 /* Copies ---------------------------------------------------------------------- */
@@ -163,6 +164,7 @@ PF_API pf_status pf_memcpy_async(pf_stream *s, void *dst, const void *src, size_
 /* `rows` rows of `width_bytes` bytes, with row pitches in bytes. */
 PF_API pf_status pf_memcpy2d_async(pf_stream *s, void *dst, size_t dst_pitch, const void *src,
                                    size_t src_pitch, size_t width_bytes, size_t rows);
+/* dst must be device or pinned memory on CUDA (the CPU backend takes any). */
 PF_API pf_status pf_memset_async(pf_stream *s, void *dst, int value, size_t n);
 /* Buffer-checked copy: fails with PF_ERR_INVALID naming the range when it
  * does not fit in either buffer, or PF_ERR_UNSUPPORTED when a buffer lives on
@@ -246,7 +248,8 @@ PF_API size_t pf_allocator_size_class(size_t size);
  * allocated at creation (on the CPU device: ordinary host memory, reported as
  * PF_MEM_HOST). pf_pinned_pool_acquire() hands out a whole block as a
  * pf_buffer; the block comes back when its last reference is dropped, waking
- * one waiter. Thread-safe. The pool's memory is freed when the pool has been
+ * one waiter. Drop the last reference only after any async copy reading or
+ * writing the block is complete (debug poisoning makes that bug visible). Thread-safe. The pool's memory is freed when the pool has been
  * destroyed and its last block has come back. Debug builds poison returned
  * blocks with 0xDB. */
 
@@ -308,7 +311,10 @@ PF_API void pf_graph_cache_destroy(pf_graph_cache **gc);
 
 /* Runs work(user, s) for key[0..key_len): replayed from the cache when
  * present, else captured (then launched) or run directly. An error returned
- * by work() is returned unchanged and nothing is cached. */
+ * by work() during a valid capture is returned unchanged and nothing is
+ * cached; if the capture itself was invalidated (work called something
+ * capture forbids) the work runs again directly and that result counts.
+ * Calling the same cache from inside work() fails with PF_ERR_BUSY. */
 PF_API pf_status pf_graph_cache_run(pf_graph_cache *gc, pf_stream *s, const void *key,
                                     size_t key_len, pf_graph_work_fn work, void *user);
 
@@ -362,7 +368,10 @@ typedef struct pf_monitor_params {
     double mem_alert_fraction;   /* e.g. 0.9; 0 = off */
     double temp_alert_c;         /* 0 = off */
     size_t pool_alert_bytes;     /* 0 = off */
-    pf_alert_fn alert;           /* may be NULL; called from the sampling thread */
+    pf_alert_fn alert;           /* may be NULL; called from the sampling thread or
+                                    the thread calling pf_monitor_sample(), without
+                                    the monitor's lock; must not destroy the monitor.
+                                    Fires when a value reaches (>=) its threshold. */
     void *user;
 } pf_monitor_params;
 

@@ -46,11 +46,13 @@ typedef struct pf_threadpool_params {
 
 PF_API pf_threadpool_params pf_threadpool_params_default(void);
 
-/* Starts num_threads - 1 worker threads. */
+/* Starts num_threads - 1 worker threads. p NULL = defaults; num_threads
+ * must be 0..1024. */
 PF_API pf_status pf_threadpool_create(const pf_threadpool_params *p, pf_threadpool **out);
 
 /* Runs every task already submitted, joins the workers, frees the pool and
- * sets *tp = NULL. Accepts NULL. Must not be called from a pool thread. */
+ * sets *tp = NULL. Accepts NULL. Called from one of the pool's own threads it
+ * logs an error and leaves the pool alone (a thread cannot join itself). */
 PF_API void pf_threadpool_destroy(pf_threadpool **tp);
 
 /* Maximum parallelism of parallel_for (workers + the calling thread). */
@@ -74,7 +76,9 @@ typedef void (*pf_task_fn)(void *user);
  * Thread-safe. */
 PF_API pf_status pf_threadpool_submit(pf_threadpool *tp, pf_task_fn fn, void *user);
 
-/* Blocks until every submitted task has finished. Thread-safe. */
+/* Blocks until every submitted task has finished. Thread-safe. Called from
+ * inside a task it runs queued tasks itself and returns once every other
+ * task has finished or is waiting too (so it cannot deadlock on itself). */
 PF_API void pf_threadpool_wait_idle(pf_threadpool *tp);
 
 /* Bounded MPMC queue ------------------------------------------------------- */
@@ -111,9 +115,11 @@ typedef struct pf_ring_params {
 } pf_ring_params;
 
 /* Exactly one producer thread and one consumer thread; lock-free on the fast
- * path, sleeping only when a blocking call must wait. Same status codes and
- * close semantics as pf_queue. pf_ring_capacity() reports the capacity asked
- * for: the ring never holds more than that. */
+ * path. A blocking call that must wait spins for up to 20 us first (a small
+ * ring's partner usually answers sooner than a sleep/wake round trip), then
+ * sleeps. Same status codes and close semantics as pf_queue.
+ * pf_ring_capacity() reports the capacity asked for: the ring never holds
+ * more than that. */
 PF_API pf_status pf_ring_create(const pf_ring_params *p, pf_ring **out);
 PF_API void pf_ring_destroy(pf_ring **r);
 PF_API pf_status pf_ring_push(pf_ring *r, const void *item, int64_t timeout_us);
