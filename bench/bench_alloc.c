@@ -13,10 +13,12 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "bench_common.h"
 #include "device/backend.h"
 #include "pixflow/pixflow.h"
+
+#define PROG "bench_alloc"
 
 typedef struct bench_case {
     const char *name;
@@ -35,19 +37,14 @@ typedef struct timing {
     double median_us, p99_us;
 } timing;
 
-static int cmp_i64(const void *a, const void *b)
+/* ns: one duration per iteration, in nanoseconds (whole numbers, exact in a
+ * double); sorted by the call. */
+static timing summarize(double *ns, int n)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static timing summarize(int64_t *ns, int n)
-{
-    qsort(ns, (size_t)n, sizeof *ns, cmp_i64);
     timing t;
-    t.median_us = (n % 2 ? (double)ns[n / 2] : 0.5 * (double)(ns[n / 2 - 1] + ns[n / 2])) / 1e3;
+    t.median_us = bench_median(ns, n) / 1e3;
     int i99 = (int)((double)(n - 1) * 0.99);
-    t.p99_us = (double)ns[i99] / 1e3;
+    t.p99_us = ns[i99] / 1e3;
     return t;
 }
 
@@ -75,7 +72,7 @@ static void fill_sizes(size_t *sizes, int n, size_t fixed)
     }
 }
 
-static int time_raw(pf_device *dev, const size_t *sizes, int warm, int n, int64_t *ns)
+static int time_raw(pf_device *dev, const size_t *sizes, int warm, int n, double *ns)
 {
     for (int i = -warm; i < n; i++) {
         size_t sz = sizes[(i + warm) % n];
@@ -85,16 +82,16 @@ static int time_raw(pf_device *dev, const size_t *sizes, int warm, int n, int64_
         if (st == PF_OK) dev->be->mem_free(dev, PF_MEM_DEVICE, p);
         int64_t t1 = pf_time_ns();
         if (st != PF_OK) {
-            fprintf(stderr, "bench_alloc: raw alloc of %zu bytes: %s\n", sz, pf_last_error());
+            fprintf(stderr, PROG ": raw alloc of %zu bytes: %s\n", sz, pf_last_error());
             return -1;
         }
-        if (i >= 0) ns[i] = t1 - t0;
+        if (i >= 0) ns[i] = (double)(t1 - t0);
     }
     return 0;
 }
 
 static int time_cached(pf_allocator *a, pf_stream *s, const size_t *sizes, int warm, int n,
-                       int64_t *ns)
+                       double *ns)
 {
     for (int i = -warm; i < n; i++) {
         size_t sz = sizes[(i + warm) % n];
@@ -104,91 +101,42 @@ static int time_cached(pf_allocator *a, pf_stream *s, const size_t *sizes, int w
         pf_buffer_unref(&b);
         int64_t t1 = pf_time_ns();
         if (st != PF_OK) {
-            fprintf(stderr, "bench_alloc: cached alloc of %zu bytes: %s\n", sz, pf_last_error());
+            fprintf(stderr, PROG ": cached alloc of %zu bytes: %s\n", sz, pf_last_error());
             return -1;
         }
-        if (i >= 0) ns[i] = t1 - t0;
+        if (i >= 0) ns[i] = (double)(t1 - t0);
     }
     return 0;
 }
 
-/* Prints s as a JSON string body (escapes quotes, backslashes, controls). */
-static void json_str(const char *s)
-{
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c < 0x20) printf("\\u%04x", c);
-        else putchar(c);
-    }
-}
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: bench_alloc [--device SPEC] [--iters N] [--json]\n"
-               "  --device SPEC  auto, cpu, cuda, cuda:N (default: $PIXFLOW_DEVICE or auto)\n"
-               "  --iters N      timed alloc+free pairs per case and path (default 2000)\n"
-               "  --json         print one JSON object instead of a table\n");
-}
-
 int main(int argc, char **argv)
 {
-    const char *spec = NULL;
-    int iters = 2000;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-            spec = argv[++i];
-        } else if (!strcmp(argv[i], "--iters") && i + 1 < argc) {
-            char *end = NULL;
-            long v = strtol(argv[++i], &end, 10);
-            if (!end || *end || v < 1 || v > 10000000) {
-                fprintf(stderr, "bench_alloc: bad --iters '%s' (1..10000000)\n", argv[i]);
-                return 2;
-            }
-            iters = (int)v;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "bench_alloc: unknown argument '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-    }
-
+    bench_args args = {.prog = PROG, .iters = 2000, .max_iters = 10000000,
+                       .iters_help = "timed alloc+free pairs per case and path"};
     pf_device *dev = NULL;
-    if (pf_device_select(spec, &dev) != PF_OK) {
-        fprintf(stderr, "bench_alloc: %s\n", pf_last_error());
-        return 1;
-    }
+    int rc = bench_start(argc, argv, &args, &dev);
+    if (rc >= 0) return rc;
+    const int iters = args.iters;
+
     pf_stream_params sp = pf_stream_params_default();
     sp.device = dev;
     pf_stream *stream = NULL;
-    if (pf_stream_create(&sp, &stream) != PF_OK) {
-        fprintf(stderr, "bench_alloc: %s\n", pf_last_error());
-        return 1;
-    }
+    if (pf_stream_create(&sp, &stream) != PF_OK) return bench_fail(PROG, "pf_stream_create");
     pf_allocator_params ap = pf_allocator_params_default();
     ap.device = dev;
     ap.name = "bench";
     pf_allocator *alloc = NULL;
-    if (pf_allocator_create(&ap, &alloc) != PF_OK) {
-        fprintf(stderr, "bench_alloc: %s\n", pf_last_error());
-        return 1;
-    }
+    if (pf_allocator_create(&ap, &alloc) != PF_OK) return bench_fail(PROG, "pf_allocator_create");
 
     const int warm = iters < 100 ? iters : 100;
     size_t *sizes = malloc(sizeof *sizes * (size_t)iters);
-    int64_t *ns = malloc(sizeof *ns * (size_t)iters);
+    double *ns = malloc(sizeof *ns * (size_t)iters);
     if (!sizes || !ns) {
-        fprintf(stderr, "bench_alloc: out of memory\n");
+        fprintf(stderr, PROG ": out of memory\n");
         return 1;
     }
     timing raw[NCASES], cached[NCASES], streamed[NCASES];
-    int rc = 0;
+    rc = 0;
     for (size_t c = 0; c < NCASES && rc == 0; c++) {
         fill_sizes(sizes, iters, cases[c].bytes);
         if (time_raw(dev, sizes, warm, iters, ns)) rc = 1;
@@ -207,10 +155,10 @@ int main(int argc, char **argv)
     pf_allocator_get_stats(alloc, &st);
     if (rc == 0) {
         const pf_device_props *props = pf_device_props_get(dev);
-        if (json) {
+        if (args.json) {
             printf("{\"bench\":\"alloc\",\"device\":\"%s\",\"device_name\":\"",
                    pf_device_spec(dev));
-            json_str(props->name);
+            bench_json_str(props->name);
             printf("\",\"iters\":%d,\"unit\":\"us per alloc+free (median)\",\"cases\":[", iters);
             for (size_t c = 0; c < NCASES; c++)
                 printf("%s{\"name\":\"%s\",\"bytes\":%zu,\"raw_us\":%.3f,\"raw_p99_us\":%.3f,"

@@ -19,7 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_common.h"
 #include "pixflow/pixflow.h"
+
+#define PROG "bench_transfer"
 
 typedef struct frame_case {
     const char *name;
@@ -41,28 +44,12 @@ typedef struct result {
     double median_ms, min_ms, wall_median_ms;
 } result;
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static double gbps(size_t bytes, double ms)
 {
     return ms > 0 ? (double)bytes / (ms * 1e-3) / 1e9 : 0;
 }
 
-static int fail(const char *what)
-{
-    fprintf(stderr, "bench_transfer: %s: %s\n", what, pf_last_error());
-    return 1;
-}
+static int fail(const char *what) { return bench_fail(PROG, what); }
 
 /* Times `iters` copies of `n` bytes, each alone between two events. */
 static int time_copies(pf_stream *s, pf_event *e0, pf_event *e1, void *dst, const void *src,
@@ -82,59 +69,21 @@ static int time_copies(pf_stream *s, pf_event *e0, pf_event *e1, void *dst, cons
             wall_ms[i] = (double)(t1 - t0) / 1e6;
         }
     }
-    r->wall_median_ms = median(wall_ms, iters);
-    r->median_ms = median(ev_ms, iters); /* sorts ev_ms */
+    r->wall_median_ms = bench_median(wall_ms, iters);
+    r->median_ms = bench_median(ev_ms, iters); /* sorts ev_ms */
     r->min_ms = ev_ms[0];
     return 0;
 }
 
-static void json_str(const char *s)
-{
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c < 0x20) printf("\\u%04x", c);
-        else putchar(c);
-    }
-}
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: bench_transfer [--device SPEC] [--iters N] [--json]\n"
-               "  --device SPEC  auto, cpu, cuda, cuda:N (default: $PIXFLOW_DEVICE or auto)\n"
-               "  --iters N      timed copies per frame size, direction and memory (default 50)\n"
-               "  --json         print one JSON object instead of a table\n");
-}
-
 int main(int argc, char **argv)
 {
-    const char *spec = NULL;
-    int iters = 50, json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-            spec = argv[++i];
-        } else if (!strcmp(argv[i], "--iters") && i + 1 < argc) {
-            char *end = NULL;
-            long v = strtol(argv[++i], &end, 10);
-            if (!end || *end || v < 1 || v > 1000000) {
-                fprintf(stderr, "bench_transfer: bad --iters '%s' (1..1000000)\n", argv[i]);
-                return 2;
-            }
-            iters = (int)v;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "bench_transfer: unknown argument '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-    }
-
+    bench_args args = {.prog = PROG, .iters = 50, .max_iters = 1000000,
+                       .iters_help = "timed copies per frame size, direction and memory"};
     pf_device *dev = NULL;
-    if (pf_device_select(spec, &dev) != PF_OK) return fail("device");
+    int rc = bench_start(argc, argv, &args, &dev);
+    if (rc >= 0) return rc;
+    const int iters = args.iters;
+
     const pf_device_props *props = pf_device_props_get(dev);
     const int is_cpu = pf_device_get_type(dev) == PF_DEVICE_CPU;
     size_t max_bytes = 0;
@@ -177,7 +126,7 @@ int main(int argc, char **argv)
     double *ev_ms = malloc(sizeof(double) * (size_t)iters);
     double *wall_ms = malloc(sizeof(double) * (size_t)iters);
     if (!pageable || !check || !ev_ms || !wall_ms) {
-        fprintf(stderr, "bench_transfer: out of host memory\n");
+        fprintf(stderr, PROG ": out of host memory\n");
         return 1;
     }
     for (size_t i = 0; i < max_bytes; i++) {
@@ -200,7 +149,7 @@ int main(int argc, char **argv)
         if (memcmp(check, hosts[h], max_bytes) != 0) verified = 0;
     }
     if (!verified) {
-        fprintf(stderr, "bench_transfer: round trip through %s memory returned wrong data\n",
+        fprintf(stderr, PROG ": round trip through %s memory returned wrong data\n",
                 pf_device_spec(dev));
         return 1;
     }
@@ -219,10 +168,10 @@ int main(int argc, char **argv)
             }
 
     const char *kind = is_cpu ? "host memcpy (CPU device: no transfer)" : "host<->device";
-    if (json) {
+    if (args.json) {
         printf("{\"bench\":\"transfer\",\"impl\":\"pixflow\",\"device\":\"%s\",\"device_name\":\"",
                pf_device_spec(dev));
-        json_str(props->name);
+        bench_json_str(props->name);
         printf("\",\"kind\":\"%s\",\"pinned_is_page_locked\":%s,\"iters\":%d,\"warmup\":%d,"
                "\"timing\":\"events\",\"unit\":\"GB/s (1e9 B/s), median\",\"cases\":[",
                kind, pst.pinned ? "true" : "false", iters, warm);

@@ -103,6 +103,48 @@ static inline int64_t pf_test_rand_range(int64_t lo, int64_t hi)
     return lo + (int64_t)(pf_test_rand() % (uint64_t)(hi - lo + 1));
 }
 
+/* Statistics snapshots, shared by the CPU and CUDA tests of the allocator,
+ * pinned pool and graph cache. The struct is filled with a garbage pattern
+ * first, so a field the library forgets to set reads as an absurd value
+ * instead of a lucky 0, and the call's status is checked. CHECK is not
+ * thread-safe: call these from the test's main thread. */
+static inline pf_allocator_stats pf_test_allocator_stats(const pf_allocator *a)
+{
+    pf_allocator_stats s;
+    memset(&s, 0xAB, sizeof s);
+    CHECK_OK(pf_allocator_get_stats(a, &s));
+    return s;
+}
+static inline pf_pinned_pool_stats pf_test_pinned_pool_stats(const pf_pinned_pool *p)
+{
+    pf_pinned_pool_stats s;
+    memset(&s, 0xAB, sizeof s);
+    CHECK_OK(pf_pinned_pool_get_stats(p, &s));
+    return s;
+}
+static inline pf_graph_cache_stats pf_test_graph_cache_stats(const pf_graph_cache *gc)
+{
+    pf_graph_cache_stats s;
+    memset(&s, 0xAB, sizeof s);
+    CHECK_OK(pf_graph_cache_get_stats(gc, &s));
+    return s;
+}
+
+/* A caching allocator on `dev` (NULL: the CPU device); NULL, with the
+ * library's message on stderr, if it cannot be created. */
+static inline pf_allocator *pf_test_allocator_create(pf_device *dev, const char *name,
+                                                     pf_mem_domain domain, size_t cap)
+{
+    pf_allocator_params p = pf_allocator_params_default();
+    p.device = dev;
+    p.domain = domain;
+    p.cap_bytes = cap;
+    p.name = name;
+    pf_allocator *a = NULL;
+    if (pf_allocator_create(&p, &a) != PF_OK) fprintf(stderr, "  create: %s\n", pf_last_error());
+    return a;
+}
+
 /* CUDA tests: exit 77 (CTest "skipped") when no GPU is usable here. */
 static inline pf_device *pf_test_cuda_device_or_skip(void)
 {

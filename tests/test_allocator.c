@@ -12,24 +12,10 @@
 #define KIB ((size_t)1024)
 #define MIB (KIB * 1024)
 
+/* On the CPU device (NULL). */
 static pf_allocator *make(const char *name, pf_mem_domain domain, size_t cap)
 {
-    pf_allocator_params p = pf_allocator_params_default();
-    p.domain = domain;
-    p.cap_bytes = cap;
-    p.name = name;
-    pf_allocator *a = NULL;
-    pf_status st = pf_allocator_create(&p, &a);
-    if (st != PF_OK) fprintf(stderr, "  create: %s\n", pf_last_error());
-    return a;
-}
-
-static pf_allocator_stats stats_of(const pf_allocator *a)
-{
-    pf_allocator_stats s;
-    memset(&s, 0xAB, sizeof s);
-    pf_allocator_get_stats(a, &s);
-    return s;
+    return pf_test_allocator_create(NULL, name, domain, cap);
 }
 
 /* Every invariant that holds between calls, whatever happened before. */
@@ -129,7 +115,7 @@ static void test_reuse(void)
     pf_buffer_unref(&b);
     CHECK(b == NULL);
 
-    pf_allocator_stats s = stats_of(a);
+    pf_allocator_stats s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.runtime_allocs, 1);
     CHECK_EQ_INT(s.cache_hits, 0);
 
@@ -140,7 +126,7 @@ static void test_reuse(void)
     CHECK_OK(pf_allocator_alloc(a, 9300, NULL, &b));
     CHECK(pf_buffer_data(b) == p);
     CHECK_EQ_INT(pf_buffer_size(b), 9300);
-    s = stats_of(a);
+    s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.cache_hits, 2);
     CHECK_EQ_INT(s.runtime_allocs, 1);
     CHECK_EQ_INT(s.requests, 3);
@@ -148,18 +134,18 @@ static void test_reuse(void)
     /* An extra reference keeps the block out of the cache. */
     pf_buffer *r = pf_buffer_ref(b);
     pf_buffer_unref(&b);
-    s = stats_of(a);
+    s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.blocks_in_use, 1);
     CHECK_EQ_INT(s.bytes_cached, 0);
     pf_buffer_unref(&r);
-    s = stats_of(a);
+    s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.blocks_in_use, 0);
     CHECK_EQ_INT(s.bytes_cached, pf_allocator_size_class(10000));
 
     /* A different class does not take the cached block. */
     CHECK_OK(pf_allocator_alloc(a, 20000, NULL, &b));
     CHECK(pf_buffer_data(b) != p);
-    s = stats_of(a);
+    s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.runtime_allocs, 2);
     pf_buffer_unref(&b);
 
@@ -174,7 +160,7 @@ static void test_reuse(void)
     CHECK_OK(pf_allocator_alloc(a, 10000, s2, &b));
     CHECK(pf_buffer_data(b) == p);
     pf_buffer_unref(&b);
-    s = stats_of(a);
+    s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.cross_stream_reuses, 0);
     check_invariants(&s);
     pf_stream_destroy(&s1);
@@ -210,7 +196,7 @@ static void test_stats_script(void)
 {
     pf_allocator *a = make("stats", PF_MEM_DEVICE, 0);
     REQUIRE(a);
-    pf_allocator_stats s = stats_of(a);
+    pf_allocator_stats s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.bytes_in_use, 0);
     CHECK_EQ_INT(s.bytes_reserved, 0);
     CHECK_EQ_INT(s.cap_bytes, 0);
@@ -222,7 +208,7 @@ static void test_stats_script(void)
     CHECK_OK(pf_allocator_alloc(a, 1000, NULL, &x));
     CHECK_OK(pf_allocator_alloc(a, 5000, NULL, &y));
     CHECK_OK(pf_allocator_alloc(a, 100000, NULL, &z));
-    s = stats_of(a);
+    s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.bytes_in_use, 1024 + 5120 + 106496);
     CHECK_EQ_INT(s.bytes_cached, 0);
     CHECK_EQ_INT(s.blocks_in_use, 3);
@@ -230,7 +216,7 @@ static void test_stats_script(void)
 
     pf_buffer_unref(&z); /* in use 6144, cached 106496 */
     CHECK_OK(pf_allocator_alloc(a, 3000, NULL, &w)); /* new class: runtime */
-    s = stats_of(a);
+    s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.bytes_in_use, 1024 + 5120 + 3072);
     CHECK_EQ_INT(s.bytes_cached, 106496);
     CHECK_EQ_INT(s.bytes_reserved, 1024 + 5120 + 3072 + 106496);
@@ -238,7 +224,7 @@ static void test_stats_script(void)
     CHECK_EQ_INT(s.peak_bytes_reserved, 115712);
 
     CHECK_OK(pf_allocator_alloc(a, 99000, NULL, &z)); /* same class as 100000: hit */
-    s = stats_of(a);
+    s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.bytes_in_use, 1024 + 5120 + 3072 + 106496);
     CHECK_EQ_INT(s.bytes_cached, 0);
     CHECK_EQ_INT(s.peak_bytes_in_use, 115712);
@@ -254,7 +240,7 @@ static void test_stats_script(void)
     pf_buffer_unref(&y);
     pf_buffer_unref(&z);
     pf_buffer_unref(&w);
-    s = stats_of(a);
+    s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.bytes_in_use, 0);
     CHECK_EQ_INT(s.blocks_in_use, 0);
     CHECK_EQ_INT(s.bytes_cached, 115712);
@@ -262,18 +248,18 @@ static void test_stats_script(void)
     check_invariants(&s);
 
     pf_allocator_trim(a);
-    s = stats_of(a);
+    s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.bytes_cached, 0);
     CHECK_EQ_INT(s.bytes_reserved, 0);
     CHECK_EQ_INT(s.runtime_frees, 4);
     CHECK_EQ_INT(s.peak_bytes_reserved, 115712); /* peaks survive a trim */
     pf_allocator_trim(a); /* idempotent */
     pf_allocator_trim(NULL);
-    CHECK_EQ_INT(stats_of(a).runtime_frees, 4);
+    CHECK_EQ_INT(pf_test_allocator_stats(a).runtime_frees, 4);
 
     /* After a trim the next request goes to the runtime again. */
     CHECK_OK(pf_allocator_alloc(a, 1000, NULL, &x));
-    s = stats_of(a);
+    s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.runtime_allocs, 5);
     CHECK_EQ_INT(s.bytes_reserved, 1024);
     pf_buffer_unref(&x);
@@ -285,10 +271,10 @@ static void test_cap(void)
     const size_t cap = 64 * KIB;
     pf_allocator *a = make("capped", PF_MEM_DEVICE, cap);
     REQUIRE(a);
-    CHECK_EQ_INT(stats_of(a).cap_bytes, cap);
+    CHECK_EQ_INT(pf_test_allocator_stats(a).cap_bytes, cap);
     pf_buffer *b[5] = {0};
     for (int i = 0; i < 4; i++) CHECK_OK(pf_allocator_alloc(a, 16 * KIB, NULL, &b[i]));
-    pf_allocator_stats s = stats_of(a);
+    pf_allocator_stats s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.bytes_reserved, cap);
 
     pf_status st = pf_allocator_alloc(a, 1, NULL, &b[4]);
@@ -299,14 +285,14 @@ static void test_cap(void)
     CHECK(strstr(msg, "cap") != NULL);
     CHECK(strstr(msg, "64.00 KiB") != NULL);   /* the cap */
     CHECK(strstr(msg, "in use 64.00 KiB") != NULL);
-    s = stats_of(a);
+    s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.failures, 1);
     CHECK_EQ_INT(s.requests, 4);
 
     /* Larger than the cap on its own. */
     CHECK_EQ_INT(pf_allocator_alloc(a, 65 * KIB, NULL, &b[4]), PF_ERR_NOMEM);
     CHECK(strstr(pf_last_error(), "exceeds the cap") != NULL);
-    CHECK_EQ_INT(stats_of(a).failures, 2);
+    CHECK_EQ_INT(pf_test_allocator_stats(a).failures, 2);
 
     /* A cached block of the requested class is reused even at the cap. */
     void *p0 = pf_buffer_data(b[0]);
@@ -316,11 +302,11 @@ static void test_cap(void)
 
     /* Cached blocks of another class are released to fit a new request. */
     for (int i = 0; i < 4; i++) pf_buffer_unref(&b[i]);
-    s = stats_of(a);
+    s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.bytes_cached, cap);
     CHECK_EQ_INT(s.runtime_frees, 0);
     CHECK_OK(pf_allocator_alloc(a, 32 * KIB, NULL, &b[0]));
-    s = stats_of(a);
+    s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.runtime_frees, 2);      /* exactly as many as needed */
     CHECK_EQ_INT(s.bytes_in_use, 32 * KIB);
     CHECK_EQ_INT(s.bytes_cached, 32 * KIB);
@@ -330,10 +316,10 @@ static void test_cap(void)
 
     /* Everything cached goes if needed; then the cap still holds. */
     CHECK_OK(pf_allocator_alloc(a, 32 * KIB, NULL, &b[1]));
-    CHECK_EQ_INT(stats_of(a).runtime_frees, 4);
+    CHECK_EQ_INT(pf_test_allocator_stats(a).runtime_frees, 4);
     CHECK_EQ_INT(pf_allocator_alloc(a, 512, NULL, &b[2]), PF_ERR_NOMEM);
     CHECK(strstr(pf_last_error(), "cached 0 B") != NULL);
-    s = stats_of(a);
+    s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.bytes_reserved, cap);
     CHECK_EQ_INT(s.failures, 3);
     check_invariants(&s);
@@ -436,7 +422,7 @@ static void test_invalid(void)
     pf_allocator_stats s;
     CHECK_EQ_INT(pf_allocator_get_stats(NULL, &s), PF_ERR_INVALID);
     CHECK_EQ_INT(pf_allocator_get_stats(a, NULL), PF_ERR_INVALID);
-    s = stats_of(a);
+    s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.failures, 1);  /* only the refused huge request counts */
     CHECK_EQ_INT(s.requests, 0);
     pf_allocator_destroy(&a);
@@ -536,7 +522,7 @@ static void run_stress(size_t cap, int iters)
         allocs += args[i].allocs;
         nomem += args[i].nomem;
     }
-    pf_allocator_stats s = stats_of(a);
+    pf_allocator_stats s = pf_test_allocator_stats(a);
     check_invariants(&s);
     CHECK_EQ_INT(s.bytes_in_use, 0);
     CHECK_EQ_INT(s.blocks_in_use, 0);
@@ -554,7 +540,7 @@ static void run_stress(size_t cap, int iters)
            pf_allocator_name(a), s.requests, s.cache_hits, s.runtime_allocs, s.runtime_frees,
            s.failures, s.peak_bytes_reserved);
     pf_allocator_trim(a);
-    s = stats_of(a);
+    s = pf_test_allocator_stats(a);
     CHECK_EQ_INT(s.bytes_reserved, 0);
     CHECK_EQ_INT(s.runtime_allocs, s.runtime_frees);
     pf_allocator_destroy(&a);

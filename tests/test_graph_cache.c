@@ -189,14 +189,6 @@ static pf_graph_cache *new_cache(int max_entries)
     return gc;
 }
 
-static pf_graph_cache_stats stats_of(pf_graph_cache *gc)
-{
-    pf_graph_cache_stats st;
-    memset(&st, 0xff, sizeof st);
-    CHECK_OK(pf_graph_cache_get_stats(gc, &st));
-    return st;
-}
-
 /* Tests: creation and arguments --------------------------------------------------- */
 
 static void test_create_and_args(void)
@@ -215,7 +207,7 @@ static void test_create_and_args(void)
 
     CHECK_OK(pf_graph_cache_create(NULL, &gc)); /* NULL params = defaults */
     REQUIRE(gc != NULL);
-    pf_graph_cache_stats st = stats_of(gc);
+    pf_graph_cache_stats st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.captures, 0);
     CHECK_EQ_INT(st.replays, 0);
     CHECK_EQ_INT(st.direct_runs, 0);
@@ -241,7 +233,7 @@ static void test_create_and_args(void)
     CHECK_EQ_INT(pf_graph_cache_run(gc, s, NULL, 3, work_ops, &w), PF_ERR_INVALID);
     CHECK(strstr(pf_last_error(), "key_len is 3") != NULL);
     CHECK_EQ_INT(w.calls, 0);
-    st = stats_of(gc);
+    st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.direct_runs, 0);
 
     /* A NULL key of length 0 is the empty key: valid. */
@@ -294,7 +286,7 @@ static void test_cpu_every_run_direct(void)
         CHECK_EQ_INT(w.calls, before + 1);
         CHECK(buf[0] == (unsigned char)w.value && buf[sizeof buf - 1] == (unsigned char)w.value);
     }
-    pf_graph_cache_stats st = stats_of(gc);
+    pf_graph_cache_stats st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.direct_runs, runs);
     CHECK_EQ_INT(st.captures, 0);
     CHECK_EQ_INT(st.replays, 0);
@@ -324,7 +316,7 @@ static void test_cpu_errors_propagate(void)
     w.ret = PF_OK;
     CHECK_OK(pf_graph_cache_run(gc, s, "e", 1, work_ops, &w));
     CHECK_EQ_INT(w.calls, 3);
-    pf_graph_cache_stats st = stats_of(gc);
+    pf_graph_cache_stats st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.direct_runs, 3);
     CHECK_EQ_INT(st.entries, 0);
     pf_stream_destroy(&s);
@@ -355,7 +347,7 @@ static void test_capture_then_replay(void)
     }
     CHECK_EQ_INT(w.calls, 1); /* replays do not call work */
     CHECK(fs.acc == expect);
-    pf_graph_cache_stats st = stats_of(gc);
+    pf_graph_cache_stats st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.captures, 1);
     CHECK_EQ_INT(st.replays, 10);
     CHECK_EQ_INT(st.direct_runs, 0);
@@ -399,7 +391,7 @@ static void test_key_handling(void)
         }
     }
     for (int g = 0; g < ngroups; g++) CHECK_EQ_INT(w[g].calls, 1);
-    pf_graph_cache_stats st = stats_of(gc);
+    pf_graph_cache_stats st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.captures, ngroups);
     CHECK_EQ_INT(st.replays, 3 * nkeys - ngroups);
     CHECK_EQ_INT(st.entries, ngroups);
@@ -464,7 +456,7 @@ static void test_many_random_keys(void)
     int calls = 0;
     for (int i = 0; i < N; i++) calls += w[i].calls;
     CHECK_EQ_INT(calls, N);
-    pf_graph_cache_stats st = stats_of(gc);
+    pf_graph_cache_stats st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.captures, N);
     CHECK_EQ_INT(st.replays, N);
     CHECK_EQ_INT(st.evictions, 0);
@@ -489,7 +481,7 @@ static void test_uncapturable_falls_back(void)
         CHECK(fs.acc == expect_after(0, &w, 1)); /* effect applied exactly once */
         CHECK_EQ_INT(fs.capturing, 0);
         CHECK_EQ_INT(fs.live_execs, 0);
-        pf_graph_cache_stats st = stats_of(gc);
+        pf_graph_cache_stats st = pf_test_graph_cache_stats(gc);
         CHECK_EQ_INT(st.capture_failures, 1);
         CHECK_EQ_INT(st.direct_runs, 1);
         CHECK_EQ_INT(st.captures, 0);
@@ -500,7 +492,7 @@ static void test_uncapturable_falls_back(void)
         CHECK_EQ_INT(w.calls, 7);          /* one call per later run */
         CHECK_EQ_INT(fs.begins, begins);   /* no capture attempted again */
         CHECK(fs.acc == expect_after(0, &w, 6));
-        st = stats_of(gc);
+        st = pf_test_graph_cache_stats(gc);
         CHECK_EQ_INT(st.capture_failures, 1);
         CHECK_EQ_INT(st.direct_runs, 6);
         CHECK_EQ_INT(st.replays, 0);
@@ -509,7 +501,7 @@ static void test_uncapturable_falls_back(void)
         work_ctx ok = make_work(2, 5);
         CHECK_OK(pf_graph_cache_run(gc, &s, "fine", 4, work_ops, &ok));
         CHECK_OK(pf_graph_cache_run(gc, &s, "fine", 4, work_ops, &ok));
-        st = stats_of(gc);
+        st = pf_test_graph_cache_stats(gc);
         CHECK_EQ_INT(st.captures, 1);
         CHECK_EQ_INT(st.replays, 1);
         pf_graph_cache_destroy(&gc);
@@ -532,7 +524,7 @@ static void test_uncapturable_and_failing(void)
     CHECK_EQ_INT(pf_graph_cache_run(gc, &s, "bad", 3, work_ops, &w), PF_ERR_FORMAT);
     CHECK(strstr(pf_last_error(), "on purpose") != NULL);
     CHECK_EQ_INT(w.calls, 2);
-    pf_graph_cache_stats st = stats_of(gc);
+    pf_graph_cache_stats st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.capture_failures, 1);
     CHECK_EQ_INT(st.entries, 0);
     pf_graph_cache_destroy(&gc);
@@ -554,7 +546,7 @@ static void test_work_error_not_cached(void)
     CHECK(fs.acc == 12345);            /* recorded ops were discarded, not executed */
     CHECK_EQ_INT(fs.capturing, 0);     /* capture was ended */
     CHECK_EQ_INT(fs.live_execs, 0);    /* and its graph destroyed */
-    pf_graph_cache_stats st = stats_of(gc);
+    pf_graph_cache_stats st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.entries, 0);
     CHECK_EQ_INT(st.captures, 0);
     CHECK_EQ_INT(st.capture_failures, 0);
@@ -562,7 +554,7 @@ static void test_work_error_not_cached(void)
     /* A flow signal from work is not cached either. */
     w.ret = PF_EOF;
     CHECK_EQ_INT(pf_graph_cache_run(gc, &s, "err", 3, work_ops, &w), PF_EOF);
-    CHECK_EQ_INT(stats_of(gc).entries, 0);
+    CHECK_EQ_INT(pf_test_graph_cache_stats(gc).entries, 0);
 
     /* Once the work succeeds the key is captured normally. */
     w.ret = PF_OK;
@@ -570,7 +562,7 @@ static void test_work_error_not_cached(void)
     CHECK_OK(pf_graph_cache_run(gc, &s, "err", 3, work_ops, &w));
     CHECK_EQ_INT(w.calls, 3);
     CHECK(fs.acc == expect_after(12345, &w, 2));
-    st = stats_of(gc);
+    st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.captures, 1);
     CHECK_EQ_INT(st.replays, 1);
     pf_graph_cache_destroy(&gc);
@@ -591,13 +583,13 @@ static void test_end_and_begin_failures(void)
     CHECK_OK(pf_graph_cache_run(gc, &s, "inst", 4, work_ops, &w));
     CHECK_EQ_INT(w.calls, 2);
     CHECK(fs.acc == expect_after(0, &w, 1));
-    pf_graph_cache_stats st = stats_of(gc);
+    pf_graph_cache_stats st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.capture_failures, 1);
     CHECK_EQ_INT(st.direct_runs, 1);
     CHECK_EQ_INT(st.entries, 1);
     CHECK_OK(pf_graph_cache_run(gc, &s, "inst", 4, work_ops, &w));
     CHECK_EQ_INT(w.calls, 3);
-    CHECK_EQ_INT(stats_of(gc).direct_runs, 2);
+    CHECK_EQ_INT(pf_test_graph_cache_stats(gc).direct_runs, 2);
 
     /* graph_begin fails: one direct call, no marker, next run captures. */
     work_ctx v = make_work(2, 40);
@@ -606,13 +598,13 @@ static void test_end_and_begin_failures(void)
     CHECK_OK(pf_graph_cache_run(gc, &s, "begin", 5, work_ops, &v));
     CHECK_EQ_INT(v.calls, 1);
     CHECK(fs.acc == expect_after(before, &v, 1));
-    st = stats_of(gc);
+    st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.capture_failures, 2);
     CHECK_EQ_INT(st.direct_runs, 3);
     CHECK_EQ_INT(st.entries, 1);
     CHECK_OK(pf_graph_cache_run(gc, &s, "begin", 5, work_ops, &v));
     CHECK_EQ_INT(v.calls, 2);
-    st = stats_of(gc);
+    st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.captures, 1);
     CHECK_EQ_INT(st.entries, 2);
 
@@ -621,18 +613,18 @@ static void test_end_and_begin_failures(void)
     fs.fail_launch = 1;
     CHECK_EQ_INT(pf_graph_cache_run(gc, &s, "begin", 5, work_ops, &v), PF_ERR_DEVICE);
     CHECK(strstr(pf_last_error(), "graph_launch refused") != NULL);
-    st = stats_of(gc);
+    st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.entries, 1);
     CHECK_EQ_INT(fs.live_execs, 0);
     CHECK_OK(pf_graph_cache_run(gc, &s, "begin", 5, work_ops, &v));
     CHECK_EQ_INT(v.calls, 3);
-    CHECK_EQ_INT(stats_of(gc).captures, 2);
+    CHECK_EQ_INT(pf_test_graph_cache_stats(gc).captures, 2);
 
     /* graph_launch fails right after a capture: same. */
     work_ctx u = make_work(1, 60);
     fs.fail_launch = 1;
     CHECK_EQ_INT(pf_graph_cache_run(gc, &s, "first", 5, work_ops, &u), PF_ERR_DEVICE);
-    CHECK_EQ_INT(stats_of(gc).entries, 2);
+    CHECK_EQ_INT(pf_test_graph_cache_stats(gc).entries, 2);
     CHECK_EQ_INT(fs.live_execs, 1);
     pf_graph_cache_destroy(&gc);
     CHECK_EQ_INT(fs.live_execs, 0);
@@ -651,7 +643,7 @@ static void test_lru_eviction(void)
     CHECK_OK(pf_graph_cache_run(gc, &s, "k2", 2, work_ops, &w2));
     CHECK_OK(pf_graph_cache_run(gc, &s, "k1", 2, work_ops, &w1)); /* k1 most recent */
     CHECK_OK(pf_graph_cache_run(gc, &s, "k3", 2, work_ops, &w3)); /* evicts k2 */
-    pf_graph_cache_stats st = stats_of(gc);
+    pf_graph_cache_stats st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.captures, 3);
     CHECK_EQ_INT(st.replays, 1);
     CHECK_EQ_INT(st.evictions, 1);
@@ -664,7 +656,7 @@ static void test_lru_eviction(void)
     CHECK_EQ_INT(w2.calls, 2);
     CHECK_OK(pf_graph_cache_run(gc, &s, "k3", 2, work_ops, &w3)); /* recaptured, evicts k1 */
     CHECK_EQ_INT(w3.calls, 2);
-    st = stats_of(gc);
+    st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.captures, 5);
     CHECK_EQ_INT(st.replays, 2);
     CHECK_EQ_INT(st.evictions, 3);
@@ -675,7 +667,7 @@ static void test_lru_eviction(void)
     work_ctx bad = make_work(1, 9);
     bad.sync_mode = 1;
     CHECK_OK(pf_graph_cache_run(gc, &s, "bad", 3, work_ops, &bad)); /* evicts k2 */
-    st = stats_of(gc);
+    st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.entries, 2);
     CHECK_EQ_INT(st.evictions, 4);
     CHECK_EQ_INT(fs.live_execs, 1);
@@ -684,7 +676,7 @@ static void test_lru_eviction(void)
     int calls = bad.calls;
     CHECK_OK(pf_graph_cache_run(gc, &s, "bad", 3, work_ops, &bad)); /* tried again */
     CHECK_EQ_INT(bad.calls, calls + 2);
-    CHECK_EQ_INT(stats_of(gc).capture_failures, 2);
+    CHECK_EQ_INT(pf_test_graph_cache_stats(gc).capture_failures, 2);
     pf_graph_cache_destroy(&gc);
     CHECK_EQ_INT(fs.live_execs, 0);
 }
@@ -710,7 +702,7 @@ static void test_reentry_refused(void)
     w.gc = gc;
     CHECK_OK(pf_graph_cache_run(gc, &s, "outer", 5, work_reenter, &w));
     CHECK_EQ_INT(w.inner, PF_ERR_BUSY);
-    CHECK_EQ_INT(stats_of(gc).captures, 1);
+    CHECK_EQ_INT(pf_test_graph_cache_stats(gc).captures, 1);
     /* The cache is usable afterwards. */
     work_ctx v = make_work(1, 4);
     CHECK_OK(pf_graph_cache_run(gc, &s, "next", 4, work_ops, &v));

@@ -29,19 +29,11 @@ static pf_pinned_pool *make(const char *name, size_t block_size, int count)
     return pool;
 }
 
-static pf_pinned_pool_stats stats_of(const pf_pinned_pool *p)
-{
-    pf_pinned_pool_stats s;
-    memset(&s, 0xAB, sizeof s);
-    pf_pinned_pool_get_stats(p, &s);
-    return s;
-}
-
 /* Waits (up to 5 s) until some thread is blocked inside acquire. */
 static int wait_for_waits(const pf_pinned_pool *p, uint64_t waits)
 {
     for (int i = 0; i < 5000; i++) {
-        if (stats_of(p).waits >= waits) return 1;
+        if (pf_test_pinned_pool_stats(p).waits >= waits) return 1;
         sleep_ms(1);
     }
     return 0;
@@ -53,7 +45,7 @@ static void test_exhaustion_and_timeouts(void)
     const size_t bs = 1000; /* not a multiple of the alignment */
     pf_pinned_pool *p = make("exhaust", bs, N);
     REQUIRE(p);
-    pf_pinned_pool_stats s = stats_of(p);
+    pf_pinned_pool_stats s = pf_test_pinned_pool_stats(p);
     CHECK_EQ_INT(s.block_size, bs);
     CHECK_EQ_INT(s.block_count, N);
     CHECK_EQ_INT(s.blocks_free, N);
@@ -82,7 +74,7 @@ static void test_exhaustion_and_timeouts(void)
         unsigned char *d = pf_buffer_data(b[i]);
         CHECK(d[0] == i + 1 && d[bs - 1] == i + 1);
     }
-    s = stats_of(p);
+    s = pf_test_pinned_pool_stats(p);
     CHECK_EQ_INT(s.blocks_free, 0);
     CHECK_EQ_INT(s.min_blocks_free, 0);
     CHECK_EQ_INT(s.acquires, N);
@@ -90,7 +82,7 @@ static void test_exhaustion_and_timeouts(void)
 
     CHECK_EQ_INT(pf_pinned_pool_acquire(p, 0, &b[N]), PF_AGAIN);
     CHECK(b[N] == NULL);
-    s = stats_of(p);
+    s = pf_test_pinned_pool_stats(p);
     CHECK_EQ_INT(s.timeouts, 1);
     CHECK_EQ_INT(s.waits, 0);
 
@@ -100,7 +92,7 @@ static void test_exhaustion_and_timeouts(void)
     CHECK(waited >= 30000000);
     CHECK(waited < 3000000000LL);
     CHECK(b[N] == NULL);
-    s = stats_of(p);
+    s = pf_test_pinned_pool_stats(p);
     CHECK_EQ_INT(s.timeouts, 2);
     CHECK_EQ_INT(s.waits, 1);
     CHECK_EQ_INT(s.acquires, N);
@@ -108,17 +100,17 @@ static void test_exhaustion_and_timeouts(void)
     /* An extra reference keeps the block out; the last one returns it. */
     pf_buffer *r = pf_buffer_ref(b[2]);
     pf_buffer_unref(&b[2]);
-    CHECK_EQ_INT(stats_of(p).blocks_free, 0);
+    CHECK_EQ_INT(pf_test_pinned_pool_stats(p).blocks_free, 0);
     CHECK_EQ_INT(pf_pinned_pool_acquire(p, 0, &b[N]), PF_AGAIN);
     void *d2 = pf_buffer_data(r);
     pf_buffer_unref(&r);
-    CHECK_EQ_INT(stats_of(p).blocks_free, 1);
+    CHECK_EQ_INT(pf_test_pinned_pool_stats(p).blocks_free, 1);
     CHECK_OK(pf_pinned_pool_acquire(p, 0, &b[2]));
     CHECK(pf_buffer_data(b[2]) == d2);
     CHECK_EQ_INT(pf_buffer_refcount(b[2]), 1); /* the record was re-initialised */
 
     for (int i = 0; i < N; i++) pf_buffer_unref(&b[i]);
-    s = stats_of(p);
+    s = pf_test_pinned_pool_stats(p);
     CHECK_EQ_INT(s.blocks_free, N);
     CHECK_EQ_INT(s.min_blocks_free, 0);
     CHECK_EQ_INT(s.acquires, N + 1);
@@ -171,7 +163,7 @@ static void test_wakeup(void)
         CHECK(w.buf && pf_buffer_data(w.buf) == pa);
         CHECK(w.waited_ns >= 20000000);
         CHECK(w.waited_ns < 5000000000LL); /* woken, not timed out */
-        pf_pinned_pool_stats s = stats_of(p);
+        pf_pinned_pool_stats s = pf_test_pinned_pool_stats(p);
         CHECK_EQ_INT(s.waits, 1);
         CHECK_EQ_INT(s.timeouts, 0);
         CHECK_EQ_INT(s.acquires, 3);
@@ -406,7 +398,7 @@ static void test_hammer(void)
         if (h[i].max_holders > max_holders) max_holders = h[i].max_holders;
     }
     CHECK(max_holders <= BLOCKS);
-    pf_pinned_pool_stats s = stats_of(p);
+    pf_pinned_pool_stats s = pf_test_pinned_pool_stats(p);
     CHECK_EQ_INT(s.acquires, acquired);
     CHECK_EQ_INT(s.timeouts, timeouts);
     CHECK_EQ_INT(acquired + timeouts, (uint64_t)NT * ITERS);

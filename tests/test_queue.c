@@ -2,118 +2,39 @@
  * calls, close semantics with blocked producers and consumers, capacity 1,
  * and a 4 x 4 producer/consumer stress that checks nothing is lost,
  * duplicated or reordered per producer. */
-#include <sched.h>
 #include <stdatomic.h>
-#include <time.h>
 
 #include "core/sys.h"
 #include "pf_test.h"
 
-static void sleep_us(int64_t us)
-{
-    struct timespec ts = {.tv_sec = (time_t)(us / 1000000), .tv_nsec = (long)(us % 1000000) * 1000};
-    nanosleep(&ts, NULL);
-}
-
-static pf_queue *make_queue(size_t cap, size_t item_size)
-{
-    pf_queue_params p = {.capacity = cap, .item_size = item_size};
-    pf_queue *q = NULL;
-    if (pf_queue_create(&p, &q) != PF_OK) fprintf(stderr, "  create: %s\n", pf_last_error());
-    return q;
-}
+/* fifo_make() and the checks pf_queue shares with pf_ring (model, timeouts,
+ * wakeups, close). */
+#define PF_TEST_FIFO queue
+#include "pf_test_fifo.h"
 
 static void test_invalid(void)
 {
+    fifo_check_invalid();
+    /* What is particular to pf_queue: its size limits. */
     pf_queue *q = (pf_queue *)1;
-    pf_queue_params p = {.capacity = 0, .item_size = 8};
+    pf_queue_params p = {.capacity = SIZE_MAX / 2, .item_size = 3};
     CHECK_EQ_INT(pf_queue_create(&p, &q), PF_ERR_INVALID);
     CHECK(q == NULL);
-    CHECK(strstr(pf_last_error(), "capacity 0") != NULL);
-    p = (pf_queue_params){.capacity = 4, .item_size = 0};
-    CHECK_EQ_INT(pf_queue_create(&p, &q), PF_ERR_INVALID);
-    CHECK(strstr(pf_last_error(), "item_size 0") != NULL);
-    p = (pf_queue_params){.capacity = SIZE_MAX / 2, .item_size = 3};
-    CHECK_EQ_INT(pf_queue_create(&p, &q), PF_ERR_INVALID);
     CHECK(strstr(pf_last_error(), "overflows") != NULL);
-    CHECK_EQ_INT(pf_queue_create(NULL, &q), PF_ERR_INVALID);
-    CHECK(strstr(pf_last_error(), "params is NULL") != NULL);
-    p = (pf_queue_params){.capacity = 4, .item_size = 4};
-    CHECK_EQ_INT(pf_queue_create(&p, NULL), PF_ERR_INVALID);
-    CHECK(strstr(pf_last_error(), "out is NULL") != NULL);
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) /* they abort on absurd sizes */
     /* Too big to allocate: NOMEM with the size in the message, no crash. */
     p = (pf_queue_params){.capacity = (SIZE_MAX >> 2) / 64, .item_size = 64};
     CHECK_EQ_INT(pf_queue_create(&p, &q), PF_ERR_NOMEM);
     CHECK(strstr(pf_last_error(), "cannot allocate") != NULL);
 #endif
-
-    q = make_queue(2, 4);
-    REQUIRE(q);
-    uint32_t v = 1;
-    CHECK_EQ_INT(pf_queue_push(q, NULL, 0), PF_ERR_INVALID);
-    CHECK(strstr(pf_last_error(), "item is NULL") != NULL);
-    CHECK_EQ_INT(pf_queue_pop(q, NULL, 0), PF_ERR_INVALID);
-    CHECK(strstr(pf_last_error(), "item is NULL") != NULL);
-    CHECK_EQ_INT(pf_queue_push(NULL, &v, 0), PF_ERR_INVALID);
-    CHECK(strstr(pf_last_error(), "queue is NULL") != NULL);
-    CHECK_EQ_INT(pf_queue_pop(NULL, &v, 0), PF_ERR_INVALID);
-    CHECK_EQ_INT(pf_queue_size(NULL), 0);
-    CHECK_EQ_INT(pf_queue_capacity(NULL), 0);
-    pf_queue_close(NULL);
-    pf_queue_destroy(&q);
-    CHECK(q == NULL);
-    pf_queue_destroy(&q);
-    pf_queue_destroy(NULL);
 }
 
 /* Random single-threaded ops against an array model, odd item size, wrap-around. */
-static void test_model(void)
-{
-    enum { ISZ = 13, MAXCAP = 17 };
-    for (int round = 0; round < 20; round++) {
-        size_t cap = (size_t)pf_test_rand_range(1, MAXCAP);
-        pf_queue *q = make_queue(cap, ISZ);
-        REQUIRE(q);
-        CHECK_EQ_INT(pf_queue_capacity(q), cap);
-        unsigned char model[MAXCAP][ISZ];
-        size_t mhead = 0, mcount = 0;
-        unsigned char next = 0;
-        for (int op = 0; op < 2000; op++) {
-            unsigned char item[ISZ];
-            if (pf_test_rand() & 1) {
-                for (int b = 0; b < ISZ; b++) item[b] = (unsigned char)(next + b * 31);
-                pf_status st = pf_queue_push(q, item, 0);
-                if (mcount == cap) {
-                    CHECK_EQ_INT(st, PF_AGAIN);
-                } else {
-                    CHECK_EQ_INT(st, PF_OK);
-                    memcpy(model[(mhead + mcount) % cap], item, ISZ);
-                    mcount++;
-                    next++;
-                }
-            } else {
-                memset(item, 0xEE, ISZ);
-                pf_status st = pf_queue_pop(q, item, 0);
-                if (mcount == 0) {
-                    CHECK_EQ_INT(st, PF_AGAIN);
-                    CHECK_EQ_INT(item[0], 0xEE); /* untouched */
-                } else {
-                    CHECK_EQ_INT(st, PF_OK);
-                    CHECK(memcmp(item, model[mhead], ISZ) == 0);
-                    mhead = (mhead + 1) % cap;
-                    mcount--;
-                }
-            }
-            CHECK_EQ_INT(pf_queue_size(q), mcount);
-        }
-        pf_queue_destroy(&q);
-    }
-}
+static void test_model(void) { fifo_check_model(20, 17, 2000); }
 
 static void test_nonblocking(void)
 {
-    pf_queue *q = make_queue(3, sizeof(int));
+    pf_queue *q = fifo_make(3, sizeof(int));
     REQUIRE(q);
     int v = 0;
     CHECK_EQ_INT(pf_queue_pop(q, &v, 0), PF_AGAIN);
@@ -130,118 +51,15 @@ static void test_nonblocking(void)
     pf_queue_destroy(&q);
 }
 
-static void check_elapsed(int64_t t0, int64_t timeout_us)
-{
-    int64_t el_us = (pf_time_ns() - t0) / 1000;
-    CHECK(el_us >= timeout_us);
-    CHECK(el_us < timeout_us + 1000000); /* generous: the machine is shared */
-    if (el_us < timeout_us || el_us >= timeout_us + 1000000)
-        fprintf(stderr, "  timeout %lld us took %lld us\n", (long long)timeout_us,
-                (long long)el_us);
-}
+static void test_timeouts(void) { fifo_check_timeouts(); }
 
-static void test_timeouts(void)
-{
-    pf_queue *q = make_queue(2, sizeof(int));
-    REQUIRE(q);
-    int v = 7;
-    int64_t timeouts[] = {1, 1000, 20000, 50000};
-    for (size_t i = 0; i < sizeof timeouts / sizeof *timeouts; i++) {
-        int64_t t0 = pf_time_ns();
-        CHECK_EQ_INT(pf_queue_pop(q, &v, timeouts[i]), PF_TIMEOUT);
-        check_elapsed(t0, timeouts[i]);
-    }
-    CHECK_OK(pf_queue_push(q, &v, 1000));
-    CHECK_OK(pf_queue_push(q, &v, 1000));
-    for (size_t i = 0; i < sizeof timeouts / sizeof *timeouts; i++) {
-        int64_t t0 = pf_time_ns();
-        CHECK_EQ_INT(pf_queue_push(q, &v, timeouts[i]), PF_TIMEOUT);
-        check_elapsed(t0, timeouts[i]);
-    }
-    /* A huge timeout must not overflow into "already expired". */
-    CHECK_OK(pf_queue_pop(q, &v, INT64_MAX));
-    CHECK_OK(pf_queue_push(q, &v, INT64_MAX));
-    CHECK_EQ_INT(pf_queue_size(q), 2);
-    pf_queue_destroy(&q);
-}
-
-/* A timed wait that the other side satisfies in time returns PF_OK early. */
-typedef struct delayed {
-    pf_queue *q;
-    int64_t delay_us;
-    int push; /* 1: push one item, 0: pop one */
-    pf_status st;
-    int value;
-} delayed;
-
-static void *delayed_main(void *arg)
-{
-    delayed *d = arg;
-    sleep_us(d->delay_us);
-    d->st = d->push ? pf_queue_push(d->q, &d->value, PF_WAIT_FOREVER)
-                    : pf_queue_pop(d->q, &d->value, PF_WAIT_FOREVER);
-    return NULL;
-}
-
-static void test_timed_success(void)
-{
-    pf_queue *q = make_queue(1, sizeof(int));
-    REQUIRE(q);
-    pf_thread th;
-    delayed d = {.q = q, .delay_us = 20000, .push = 1, .value = 42};
-    CHECK_OK(pf_thread_start(&th, "delayed", delayed_main, &d));
-    int v = 0;
-    int64_t t0 = pf_time_ns();
-    CHECK_OK(pf_queue_pop(q, &v, 10000000));
-    int64_t el = (pf_time_ns() - t0) / 1000;
-    CHECK_EQ_INT(v, 42);
-    CHECK(el < 5000000);
-    pf_thread_join(th);
-    CHECK_OK(d.st);
-
-    v = 1;
-    CHECK_OK(pf_queue_push(q, &v, 0)); /* now full */
-    d = (delayed){.q = q, .delay_us = 20000, .push = 0};
-    CHECK_OK(pf_thread_start(&th, "delayed", delayed_main, &d));
-    v = 2;
-    t0 = pf_time_ns();
-    CHECK_OK(pf_queue_push(q, &v, 10000000));
-    el = (pf_time_ns() - t0) / 1000;
-    CHECK(el < 5000000);
-    pf_thread_join(th);
-    CHECK_OK(d.st);
-    CHECK_EQ_INT(d.value, 1);
-    CHECK_OK(pf_queue_pop(q, &v, 0));
-    CHECK_EQ_INT(v, 2);
-    pf_queue_destroy(&q);
-}
+/* A timed or blocking wait that the other side satisfies in time returns
+ * PF_OK early; close wakes both sides. */
+static void test_wakeups(void) { fifo_check_wakeups(); }
 
 /* Close ------------------------------------------------------------------------------ */
 
-static void test_close_basic(void)
-{
-    pf_queue *q = make_queue(4, sizeof(int));
-    REQUIRE(q);
-    for (int i = 0; i < 3; i++) CHECK_OK(pf_queue_push(q, &i, 0));
-    pf_queue_close(q);
-    pf_queue_close(q); /* idempotent */
-    int v = 5;
-    pf_clear_error();
-    CHECK_EQ_INT(pf_queue_push(q, &v, 0), PF_ERR_CLOSED);
-    CHECK(strstr(pf_last_error(), "closed") != NULL);
-    CHECK_EQ_INT(pf_queue_push(q, &v, PF_WAIT_FOREVER), PF_ERR_CLOSED);
-    CHECK_EQ_INT(pf_queue_push(q, &v, 1000), PF_ERR_CLOSED);
-    CHECK_EQ_INT(pf_queue_size(q), 3);
-    for (int i = 0; i < 3; i++) {
-        int64_t to = i == 0 ? 0 : i == 1 ? PF_WAIT_FOREVER : 1000;
-        CHECK_OK(pf_queue_pop(q, &v, to));
-        CHECK_EQ_INT(v, i);
-    }
-    CHECK_EQ_INT(pf_queue_pop(q, &v, 0), PF_EOF);
-    CHECK_EQ_INT(pf_queue_pop(q, &v, PF_WAIT_FOREVER), PF_EOF);
-    CHECK_EQ_INT(pf_queue_pop(q, &v, 1000), PF_EOF);
-    pf_queue_destroy(&q);
-}
+static void test_close_basic(void) { fifo_check_close_drain(4, 3); }
 
 typedef struct closer_ctx {
     pf_queue *q;
@@ -284,7 +102,7 @@ static void *blocked_push_main(void *arg)
 static void test_close_wakes_consumers(void)
 {
     enum { NC = 3, N = 100 };
-    pf_queue *q = make_queue(8, sizeof(int));
+    pf_queue *q = fifo_make(8, sizeof(int));
     REQUIRE(q);
     _Atomic int started = 0;
     closer_ctx c[NC];
@@ -311,7 +129,7 @@ static void test_close_wakes_consumers(void)
     pf_queue_destroy(&q);
 
     /* Close with consumers blocked and nothing pushed at all. */
-    q = make_queue(2, sizeof(int));
+    q = fifo_make(2, sizeof(int));
     REQUIRE(q);
     atomic_store(&started, 0);
     for (int i = 0; i < NC; i++) {
@@ -332,7 +150,7 @@ static void test_close_wakes_consumers(void)
 static void test_close_wakes_producers(void)
 {
     enum { NP = 3 };
-    pf_queue *q = make_queue(2, sizeof(int));
+    pf_queue *q = fifo_make(2, sizeof(int));
     REQUIRE(q);
     int a = 1, b = 2;
     CHECK_OK(pf_queue_push(q, &a, 0));
@@ -388,7 +206,7 @@ static void *pp_producer(void *arg)
 
 static void test_capacity_one(void)
 {
-    pf_queue *q = make_queue(1, sizeof(int));
+    pf_queue *q = fifo_make(1, sizeof(int));
     REQUIRE(q);
     int v = 3;
     CHECK_OK(pf_queue_push(q, &v, 0));
@@ -449,11 +267,12 @@ static void *mp_producer(void *arg)
     uint64_t s = c->seed;
     for (uint32_t i = 0; i < mp_per_prod; i++) {
         mp_item it = {.producer = c->id, .seq = i, .check = item_check(c->id, i)};
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        fifo_lcg(&s);
         int mode = (int)((s >> 59) & 7); /* mix polling, timed and blocking pushes */
         pf_status st;
+        int tries = 0;
         if (mode == 0) {
-            while ((st = pf_queue_push(c->q, &it, 0)) == PF_AGAIN) sched_yield();
+            while ((st = pf_queue_push(c->q, &it, 0)) == PF_AGAIN) poll_backoff(&tries);
         } else if (mode <= 2) {
             while ((st = pf_queue_push(c->q, &it, 500)) == PF_TIMEOUT) {}
         } else {
@@ -476,11 +295,12 @@ static void *mp_consumer(void *arg)
     uint64_t s = c->seed;
     mp_item it;
     pf_status st;
+    int tries = 0;
     for (;;) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        fifo_lcg(&s);
         int mode = (int)((s >> 59) & 7);
         st = pf_queue_pop(c->q, &it, mode == 0 ? 0 : mode <= 2 ? 500 : PF_WAIT_FOREVER);
-        if (st == PF_AGAIN) sched_yield();
+        if (st == PF_AGAIN) poll_backoff(&tries);
         if (st == PF_AGAIN || st == PF_TIMEOUT) continue;
         if (st != PF_OK) break;
         c->count++;
@@ -502,7 +322,7 @@ static void *mp_consumer(void *arg)
 static void run_mpmc(size_t cap, uint32_t per_prod)
 {
     mp_per_prod = per_prod;
-    pf_queue *q = make_queue(cap, sizeof(mp_item));
+    pf_queue *q = fifo_make(cap, sizeof(mp_item));
     REQUIRE(q);
     for (int p = 0; p < NPROD; p++)
         for (uint32_t i = 0; i < per_prod; i++)
@@ -572,7 +392,7 @@ int main(void)
     PF_RUN(test_model);
     PF_RUN(test_nonblocking);
     PF_RUN(test_timeouts);
-    PF_RUN(test_timed_success);
+    PF_RUN(test_wakeups);
     PF_RUN(test_close_basic);
     PF_RUN(test_close_wakes_consumers);
     PF_RUN(test_close_wakes_producers);

@@ -1,72 +1,40 @@
 /* pf_ring: parameter errors, capacity limits (1, non-powers of two), a model
  * check, timeouts, close/drain, and a 5e6-item producer/consumer run that
  * checks order and completeness under every wait mode. */
-#include <sched.h>
 #include <stdatomic.h>
-#include <time.h>
 
 #include "core/sys.h"
 #include "pf_test.h"
-
-static void sleep_us(int64_t us)
-{
-    struct timespec ts = {.tv_sec = (time_t)(us / 1000000), .tv_nsec = (long)(us % 1000000) * 1000};
-    nanosleep(&ts, NULL);
-}
 
 /* Internal hook in ring.c: spin time before sleeping; 0 forces every wait
  * through the mutex/condvar path, which is the one that can lose wakeups. */
 void pf_ring_set_spin_ns_(pf_ring *r, int64_t ns);
 static int64_t ring_spin_ns = -1; /* -1: leave the default */
 
-static pf_ring *make_ring(size_t cap, size_t item_size)
+/* Applied to every ring fifo_make() creates. */
+static void apply_spin(pf_ring *r)
 {
-    pf_ring_params p = {.capacity = cap, .item_size = item_size};
-    pf_ring *r = NULL;
-    if (pf_ring_create(&p, &r) != PF_OK) fprintf(stderr, "  create: %s\n", pf_last_error());
-    if (r && ring_spin_ns >= 0) pf_ring_set_spin_ns_(r, ring_spin_ns);
-    return r;
+    if (ring_spin_ns >= 0) pf_ring_set_spin_ns_(r, ring_spin_ns);
 }
+
+/* fifo_make() and the checks pf_ring shares with pf_queue (model, timeouts,
+ * wakeups, close). */
+#define PF_TEST_FIFO ring
+#define PF_TEST_FIFO_ON_MAKE apply_spin
+#include "pf_test_fifo.h"
 
 static void test_invalid(void)
 {
+    fifo_check_invalid();
+    /* What is particular to pf_ring: its size limits. */
     pf_ring *r = (pf_ring *)1;
-    pf_ring_params p = {.capacity = 0, .item_size = 8};
-    CHECK_EQ_INT(pf_ring_create(&p, &r), PF_ERR_INVALID);
-    CHECK(r == NULL);
-    CHECK(strstr(pf_last_error(), "capacity 0") != NULL);
-    p = (pf_ring_params){.capacity = 4, .item_size = 0};
-    CHECK_EQ_INT(pf_ring_create(&p, &r), PF_ERR_INVALID);
-    CHECK(strstr(pf_last_error(), "item_size 0") != NULL);
-    p = (pf_ring_params){.capacity = SIZE_MAX / 2 + 2, .item_size = 1};
+    pf_ring_params p = {.capacity = SIZE_MAX / 2 + 2, .item_size = 1};
     CHECK_EQ_INT(pf_ring_create(&p, &r), PF_ERR_INVALID); /* no power of two that large */
+    CHECK(r == NULL);
     CHECK(strstr(pf_last_error(), "overflows") != NULL);
     p = (pf_ring_params){.capacity = SIZE_MAX / 8, .item_size = 16};
     CHECK_EQ_INT(pf_ring_create(&p, &r), PF_ERR_INVALID);
     CHECK(strstr(pf_last_error(), "item_size 16") != NULL);
-    CHECK_EQ_INT(pf_ring_create(NULL, &r), PF_ERR_INVALID);
-    CHECK(strstr(pf_last_error(), "params is NULL") != NULL);
-    p = (pf_ring_params){.capacity = 4, .item_size = 4};
-    CHECK_EQ_INT(pf_ring_create(&p, NULL), PF_ERR_INVALID);
-    CHECK(strstr(pf_last_error(), "out is NULL") != NULL);
-
-    r = make_ring(2, 4);
-    REQUIRE(r);
-    uint32_t v = 1;
-    CHECK_EQ_INT(pf_ring_push(r, NULL, 0), PF_ERR_INVALID);
-    CHECK(strstr(pf_last_error(), "item is NULL") != NULL);
-    CHECK_EQ_INT(pf_ring_pop(r, NULL, 0), PF_ERR_INVALID);
-    CHECK(strstr(pf_last_error(), "item is NULL") != NULL);
-    CHECK_EQ_INT(pf_ring_push(NULL, &v, 0), PF_ERR_INVALID);
-    CHECK(strstr(pf_last_error(), "ring is NULL") != NULL);
-    CHECK_EQ_INT(pf_ring_pop(NULL, &v, 0), PF_ERR_INVALID);
-    CHECK_EQ_INT(pf_ring_size(NULL), 0);
-    CHECK_EQ_INT(pf_ring_capacity(NULL), 0);
-    pf_ring_close(NULL);
-    pf_ring_destroy(&r);
-    CHECK(r == NULL);
-    pf_ring_destroy(&r);
-    pf_ring_destroy(NULL);
 }
 
 /* The ring holds exactly the capacity asked for, not the rounded slot count. */
@@ -75,7 +43,7 @@ static void test_capacity_limits(void)
     size_t caps[] = {1, 2, 3, 5, 7, 8, 9, 100, 1000, 1024, 1025};
     for (size_t k = 0; k < sizeof caps / sizeof *caps; k++) {
         size_t cap = caps[k];
-        pf_ring *r = make_ring(cap, sizeof(uint64_t));
+        pf_ring *r = fifo_make(cap, sizeof(uint64_t));
         REQUIRE(r);
         CHECK_EQ_INT(pf_ring_capacity(r), cap);
         for (int lap = 0; lap < 3; lap++) { /* three laps: the indices wrap the slots */
@@ -103,182 +71,15 @@ static void test_capacity_limits(void)
 }
 
 /* Random single-threaded ops against an array model, odd item size. */
-static void test_model(void)
-{
-    enum { ISZ = 13, MAXCAP = 19 };
-    for (int round = 0; round < 20; round++) {
-        size_t cap = (size_t)pf_test_rand_range(1, MAXCAP);
-        pf_ring *r = make_ring(cap, ISZ);
-        REQUIRE(r);
-        unsigned char model[MAXCAP][ISZ];
-        size_t mhead = 0, mcount = 0;
-        unsigned char next = 0;
-        for (int op = 0; op < 3000; op++) {
-            unsigned char item[ISZ];
-            if (pf_test_rand() & 1) {
-                for (int b = 0; b < ISZ; b++) item[b] = (unsigned char)(next * 7 + b * 31);
-                pf_status st = pf_ring_push(r, item, 0);
-                if (mcount == cap) {
-                    CHECK_EQ_INT(st, PF_AGAIN);
-                } else {
-                    CHECK_EQ_INT(st, PF_OK);
-                    memcpy(model[(mhead + mcount) % cap], item, ISZ);
-                    mcount++;
-                    next++;
-                }
-            } else {
-                memset(item, 0xEE, ISZ);
-                pf_status st = pf_ring_pop(r, item, 0);
-                if (mcount == 0) {
-                    CHECK_EQ_INT(st, PF_AGAIN);
-                    CHECK_EQ_INT(item[0], 0xEE);
-                } else {
-                    CHECK_EQ_INT(st, PF_OK);
-                    CHECK(memcmp(item, model[mhead], ISZ) == 0);
-                    mhead = (mhead + 1) % cap;
-                    mcount--;
-                }
-            }
-            CHECK_EQ_INT(pf_ring_size(r), mcount);
-        }
-        pf_ring_destroy(&r);
-    }
-}
+static void test_model(void) { fifo_check_model(20, 19, 3000); }
 
-static void check_elapsed(int64_t t0, int64_t timeout_us)
-{
-    int64_t el_us = (pf_time_ns() - t0) / 1000;
-    CHECK(el_us >= timeout_us);
-    CHECK(el_us < timeout_us + 1000000); /* generous: the machine is shared */
-    if (el_us < timeout_us || el_us >= timeout_us + 1000000)
-        fprintf(stderr, "  timeout %lld us took %lld us\n", (long long)timeout_us,
-                (long long)el_us);
-}
+static void test_timeouts(void) { fifo_check_timeouts(); }
 
-static void test_timeouts(void)
-{
-    pf_ring *r = make_ring(2, sizeof(int));
-    REQUIRE(r);
-    int v = 7;
-    int64_t timeouts[] = {1, 1000, 20000, 50000};
-    for (size_t i = 0; i < sizeof timeouts / sizeof *timeouts; i++) {
-        int64_t t0 = pf_time_ns();
-        CHECK_EQ_INT(pf_ring_pop(r, &v, timeouts[i]), PF_TIMEOUT);
-        check_elapsed(t0, timeouts[i]);
-    }
-    CHECK_OK(pf_ring_push(r, &v, 1000));
-    CHECK_OK(pf_ring_push(r, &v, PF_WAIT_FOREVER));
-    for (size_t i = 0; i < sizeof timeouts / sizeof *timeouts; i++) {
-        int64_t t0 = pf_time_ns();
-        CHECK_EQ_INT(pf_ring_push(r, &v, timeouts[i]), PF_TIMEOUT);
-        check_elapsed(t0, timeouts[i]);
-    }
-    CHECK_OK(pf_ring_pop(r, &v, INT64_MAX)); /* huge timeouts do not overflow */
-    CHECK_OK(pf_ring_push(r, &v, INT64_MAX));
-    CHECK_EQ_INT(pf_ring_size(r), 2);
-    pf_ring_destroy(&r);
-}
+/* The other thread acts after a delay; a long timed or blocking wait returns
+ * PF_OK early; close wakes both sides. */
+static void test_wakeups(void) { fifo_check_wakeups(); }
 
-/* The other thread acts after a delay; a long timed or blocking wait returns PF_OK early. */
-typedef struct delayed {
-    pf_ring *r;
-    int64_t delay_us;
-    int action; /* 0 push, 1 pop, 2 close */
-    int value;
-    pf_status st;
-} delayed;
-
-static void *delayed_main(void *arg)
-{
-    delayed *d = arg;
-    sleep_us(d->delay_us);
-    if (d->action == 0)
-        d->st = pf_ring_push(d->r, &d->value, PF_WAIT_FOREVER);
-    else if (d->action == 1)
-        d->st = pf_ring_pop(d->r, &d->value, PF_WAIT_FOREVER);
-    else
-        pf_ring_close(d->r);
-    return NULL;
-}
-
-static void test_wakeups(void)
-{
-    int64_t waits[] = {PF_WAIT_FOREVER, 10000000};
-    for (int w = 0; w < 2; w++) {
-        pf_ring *r = make_ring(1, sizeof(int));
-        REQUIRE(r);
-        pf_thread th;
-        /* consumer sleeps on empty, producer wakes it */
-        delayed d = {.r = r, .delay_us = 20000, .action = 0, .value = 42};
-        CHECK_OK(pf_thread_start(&th, "delayed", delayed_main, &d));
-        int v = 0;
-        int64_t t0 = pf_time_ns();
-        CHECK_OK(pf_ring_pop(r, &v, waits[w]));
-        CHECK(pf_time_ns() - t0 < 5000000000ll);
-        CHECK_EQ_INT(v, 42);
-        pf_thread_join(th);
-        CHECK_OK(d.st);
-        /* producer sleeps on full, consumer wakes it */
-        v = 1;
-        CHECK_OK(pf_ring_push(r, &v, 0));
-        d = (delayed){.r = r, .delay_us = 20000, .action = 1};
-        CHECK_OK(pf_thread_start(&th, "delayed", delayed_main, &d));
-        v = 2;
-        t0 = pf_time_ns();
-        CHECK_OK(pf_ring_push(r, &v, waits[w]));
-        CHECK(pf_time_ns() - t0 < 5000000000ll);
-        pf_thread_join(th);
-        CHECK_OK(d.st);
-        CHECK_EQ_INT(d.value, 1);
-        CHECK_OK(pf_ring_pop(r, &v, 0));
-        CHECK_EQ_INT(v, 2);
-        /* consumer sleeps on empty, close wakes it with PF_EOF */
-        d = (delayed){.r = r, .delay_us = 20000, .action = 2};
-        CHECK_OK(pf_thread_start(&th, "closer", delayed_main, &d));
-        CHECK_EQ_INT(pf_ring_pop(r, &v, waits[w]), PF_EOF);
-        pf_thread_join(th);
-        pf_ring_destroy(&r);
-
-        /* producer sleeps on full, close wakes it with PF_ERR_CLOSED; the item inside stays */
-        r = make_ring(1, sizeof(int));
-        REQUIRE(r);
-        v = 5;
-        CHECK_OK(pf_ring_push(r, &v, 0));
-        d = (delayed){.r = r, .delay_us = 20000, .action = 2};
-        CHECK_OK(pf_thread_start(&th, "closer", delayed_main, &d));
-        v = 6;
-        CHECK_EQ_INT(pf_ring_push(r, &v, waits[w]), PF_ERR_CLOSED);
-        CHECK(strstr(pf_last_error(), "closed") != NULL);
-        pf_thread_join(th);
-        CHECK_OK(pf_ring_pop(r, &v, PF_WAIT_FOREVER));
-        CHECK_EQ_INT(v, 5);
-        CHECK_EQ_INT(pf_ring_pop(r, &v, PF_WAIT_FOREVER), PF_EOF);
-        pf_ring_destroy(&r);
-    }
-}
-
-static void test_close_drain(void)
-{
-    pf_ring *r = make_ring(5, sizeof(int));
-    REQUIRE(r);
-    for (int i = 0; i < 4; i++) CHECK_OK(pf_ring_push(r, &i, 0));
-    pf_ring_close(r);
-    pf_ring_close(r); /* idempotent */
-    int v = 9;
-    pf_clear_error();
-    CHECK_EQ_INT(pf_ring_push(r, &v, 0), PF_ERR_CLOSED);
-    CHECK(strstr(pf_last_error(), "pf_ring_push: the ring is closed") != NULL);
-    CHECK_EQ_INT(pf_ring_push(r, &v, 1000), PF_ERR_CLOSED);
-    CHECK_EQ_INT(pf_ring_push(r, &v, PF_WAIT_FOREVER), PF_ERR_CLOSED);
-    CHECK_EQ_INT(pf_ring_size(r), 4);
-    int64_t modes[] = {0, 1000, PF_WAIT_FOREVER, 0};
-    for (int i = 0; i < 4; i++) {
-        CHECK_OK(pf_ring_pop(r, &v, modes[i]));
-        CHECK_EQ_INT(v, i);
-    }
-    for (int i = 0; i < 3; i++) CHECK_EQ_INT(pf_ring_pop(r, &v, modes[i]), PF_EOF);
-    pf_ring_destroy(&r);
-}
+static void test_close_drain(void) { fifo_check_close_drain(5, 4); }
 
 /* Producer/consumer stress -------------------------------------------------------- */
 
@@ -303,7 +104,7 @@ static int64_t pick_timeout(sp_ctx *c, uint64_t *s)
 {
     int m = c->mode;
     if (m == 3) {
-        *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+        fifo_lcg(s);
         m = (int)((*s >> 61) % 3);
     }
     return m == 0 ? PF_WAIT_FOREVER : m == 1 ? 200 : 0;
@@ -321,11 +122,12 @@ static void *sp_producer(void *arg)
     for (uint64_t i = 0; i < c->n; i++) {
         seq_item it = {.seq = i, .check = seq_check(i)};
         pf_status st;
+        int tries = 0;
         for (;;) {
             st = pf_ring_push(c->r, &it, pick_timeout(c, &s));
             if (st == PF_AGAIN) {
                 c->again++;
-                sched_yield();
+                poll_backoff(&tries);
             } else if (st == PF_TIMEOUT) {
                 c->timeouts++;
             } else {
@@ -355,13 +157,15 @@ static sp_result sp_consume(sp_ctx *c)
     uint64_t s = c->seed ^ 0xABCDEFull;
     seq_item it;
     pf_status st;
+    int tries = 0;
     for (uint64_t i = 0;; i++) {
         st = pf_ring_pop(c->r, &it, pick_timeout(c, &s));
         if (st == PF_AGAIN) {
             c->again++;
-            sched_yield();
+            poll_backoff(&tries);
             continue;
         }
+        tries = 0;
         if (st == PF_TIMEOUT) {
             c->timeouts++;
             continue;
@@ -383,7 +187,7 @@ static sp_result sp_consume(sp_ctx *c)
 static void run_spsc(size_t cap, uint64_t n, int mode, int slow_producer, int slow_consumer,
                      const char *label)
 {
-    pf_ring *r = make_ring(cap, sizeof(seq_item));
+    pf_ring *r = fifo_make(cap, sizeof(seq_item));
     REQUIRE(r);
     sp_ctx pc = {.r = r, .n = n, .mode = mode, .seed = pf_test_rand(), .slow = slow_producer};
     sp_ctx cc = {.r = r, .n = n, .mode = mode, .seed = pf_test_rand(), .slow = slow_consumer};
@@ -451,7 +255,7 @@ static void *burst_producer(void *arg)
     burst_ctx *c = arg;
     uint64_t s = c->seed;
     for (uint64_t i = 0; i < c->n;) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        fifo_lcg(&s);
         int burst = 1 + (int)((s >> 40) % 8);
         for (int k = 0; k < burst && i < c->n; k++, i++) {
             seq_item it = {.seq = i, .check = seq_check(i)};
@@ -474,16 +278,16 @@ static void test_sleep_wake_bursts(void)
     int64_t timeouts[] = {PF_WAIT_FOREVER, 3000, PF_WAIT_FOREVER, 3000};
     for (int t = 0; t < 4; t++) {
         ring_spin_ns = t < 2 ? 0 : -1;
-        pf_ring *r = make_ring(4, sizeof(seq_item));
+        pf_ring *r = fifo_make(4, sizeof(seq_item));
         REQUIRE(r);
-        burst_ctx pc = {.r = r, .n = 20000, .seed = pf_test_rand(), .timeout = timeouts[t]};
+        burst_ctx pc = {.r = r, .n = 10000, .seed = pf_test_rand(), .timeout = timeouts[t]};
         pf_thread th;
         CHECK_OK(pf_thread_start(&th, "bursts", burst_producer, &pc));
         uint64_t s = pf_test_rand(), count = 0, order_errors = 0;
         pf_status st;
         seq_item it;
         for (;;) {
-            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            fifo_lcg(&s);
             st = pf_ring_pop(r, &it, timeouts[t]);
             if (st == PF_TIMEOUT) continue;
             if (st != PF_OK) break;

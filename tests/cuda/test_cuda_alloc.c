@@ -7,39 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pf_test.h"
-
-#define MIB ((size_t)1 << 20)
+#include "cuda_test_util.h"
 
 static pf_device *dev;
 
 static pf_allocator *make(const char *name, pf_mem_domain domain, size_t cap)
 {
-    pf_allocator_params p = pf_allocator_params_default();
-    p.device = dev;
-    p.domain = domain;
-    p.cap_bytes = cap;
-    p.name = name;
-    pf_allocator *a = NULL;
-    if (pf_allocator_create(&p, &a) != PF_OK) fprintf(stderr, "  create: %s\n", pf_last_error());
-    return a;
-}
-
-static pf_stream *make_stream(void)
-{
-    pf_stream_params sp = pf_stream_params_default();
-    sp.device = dev;
-    pf_stream *s = NULL;
-    if (pf_stream_create(&sp, &s) != PF_OK) fprintf(stderr, "  stream: %s\n", pf_last_error());
-    return s;
-}
-
-static pf_allocator_stats stats_of(const pf_allocator *a)
-{
-    pf_allocator_stats s;
-    memset(&s, 0, sizeof s);
-    pf_allocator_get_stats(a, &s);
-    return s;
+    return pf_test_allocator_create(dev, name, domain, cap);
 }
 
 static size_t count_not(const unsigned char *p, size_t n, unsigned char v)
@@ -52,9 +26,9 @@ static size_t count_not(const unsigned char *p, size_t n, unsigned char v)
 static void test_roundtrip_and_reuse(void)
 {
     pf_allocator *a = make("cuda-rt", PF_MEM_DEVICE, 0);
-    pf_stream *s = make_stream();
+    pf_stream *s = make_stream(dev, 0);
     REQUIRE(a && s);
-    const size_t n = 3 * MIB + 123;
+    const size_t n = 3 * MiB + 123;
     unsigned char *src = malloc(n), *dst = malloc(n);
     REQUIRE(src && dst);
     pf_test_seed(99);
@@ -78,7 +52,7 @@ static void test_roundtrip_and_reuse(void)
     pf_buffer_unref(&b);
     CHECK_OK(pf_allocator_alloc(a, n - 100, s, &b));
     CHECK(pf_buffer_data(b) == p);
-    pf_allocator_stats st = stats_of(a);
+    pf_allocator_stats st = pf_test_allocator_stats(a);
     CHECK_EQ_INT(st.cache_hits, 1);
     CHECK_EQ_INT(st.runtime_allocs, 1);
     CHECK_EQ_INT(st.cross_stream_reuses, 0);
@@ -92,7 +66,7 @@ static void test_roundtrip_and_reuse(void)
     pf_buffer_unref(&b);
 
     pf_allocator_trim(a);
-    st = stats_of(a);
+    st = pf_test_allocator_stats(a);
     CHECK_EQ_INT(st.bytes_reserved, 0);
     CHECK_EQ_INT(st.runtime_frees, 1);
     free(src);
@@ -111,9 +85,9 @@ static void queue_busy_work(pf_stream *s, void *p, size_t n, int value, int roun
 static void test_cross_stream_reuse(void)
 {
     pf_allocator *a = make("cuda-xs", PF_MEM_DEVICE, 0);
-    pf_stream *sa = make_stream(), *sb = make_stream();
+    pf_stream *sa = make_stream(dev, 0), *sb = make_stream(dev, 0);
     REQUIRE(a && sa && sb);
-    const size_t n = 256 * MIB;
+    const size_t n = 256 * MiB;
     unsigned char *host = malloc(n);
     REQUIRE(host);
 
@@ -128,7 +102,7 @@ static void test_cross_stream_reuse(void)
     CHECK_OK(pf_allocator_alloc(a, n, sb, &b));
     REQUIRE(b);
     CHECK(pf_buffer_data(b) == p); /* the cached block, not a new one */
-    pf_allocator_stats st = stats_of(a);
+    pf_allocator_stats st = pf_test_allocator_stats(a);
     if (a_busy)
         CHECK_EQ_INT(st.cross_stream_reuses, 1);
     else
@@ -149,11 +123,11 @@ static void test_cross_stream_reuse(void)
     queue_busy_work(sa, pf_buffer_data(b), n, 0x33, 200);
     pf_buffer_unref(&b);
     a_busy = pf_stream_query(sa) == PF_AGAIN;
-    uint64_t before = stats_of(a).cross_stream_reuses;
+    uint64_t before = pf_test_allocator_stats(a).cross_stream_reuses;
     CHECK_OK(pf_allocator_alloc(a, n, NULL, &b));
     CHECK(pf_buffer_data(b) == p);
     CHECK_EQ_INT(pf_stream_query(sa), PF_OK); /* the host waited */
-    if (a_busy) CHECK_EQ_INT(stats_of(a).cross_stream_reuses, before + 1);
+    if (a_busy) CHECK_EQ_INT(pf_test_allocator_stats(a).cross_stream_reuses, before + 1);
     pf_buffer_unref(&b);
 
     free(host);
@@ -164,23 +138,23 @@ static void test_cross_stream_reuse(void)
 
 static void test_cap_and_oom(void)
 {
-    pf_allocator *a = make("cuda-cap", PF_MEM_DEVICE, 64 * MIB);
+    pf_allocator *a = make("cuda-cap", PF_MEM_DEVICE, 64 * MiB);
     REQUIRE(a);
     pf_buffer *b[4] = {0};
-    for (int i = 0; i < 3; i++) CHECK_OK(pf_allocator_alloc(a, 16 * MIB, NULL, &b[i]));
-    CHECK_EQ_INT(pf_allocator_alloc(a, 32 * MIB, NULL, &b[3]), PF_ERR_NOMEM);
+    for (int i = 0; i < 3; i++) CHECK_OK(pf_allocator_alloc(a, 16 * MiB, NULL, &b[i]));
+    CHECK_EQ_INT(pf_allocator_alloc(a, 32 * MiB, NULL, &b[3]), PF_ERR_NOMEM);
     CHECK(strstr(pf_last_error(), "cap") && strstr(pf_last_error(), "'cuda-cap'"));
     /* Freed blocks of another class make room. */
     pf_buffer_unref(&b[0]);
     pf_buffer_unref(&b[1]);
-    CHECK_OK(pf_allocator_alloc(a, 32 * MIB, NULL, &b[3]));
-    pf_allocator_stats st = stats_of(a);
+    CHECK_OK(pf_allocator_alloc(a, 32 * MiB, NULL, &b[3]));
+    pf_allocator_stats st = pf_test_allocator_stats(a);
     /* 48 MiB held + 32 requested = 80 > 64: releasing one cached 16 MiB block
      * is enough, and the allocator releases no more than it must. */
     CHECK_EQ_INT(st.runtime_frees, 1);
-    CHECK_EQ_INT(st.bytes_cached, 16 * MIB);
+    CHECK_EQ_INT(st.bytes_cached, 16 * MiB);
     CHECK_EQ_INT(st.failures, 1);
-    CHECK(st.peak_bytes_reserved <= 64 * MIB);
+    CHECK(st.peak_bytes_reserved <= 64 * MiB);
     for (int i = 0; i < 4; i++) pf_buffer_unref(&b[i]);
     pf_allocator_destroy(&a);
 
@@ -188,18 +162,18 @@ static void test_cap_and_oom(void)
     a = make("cuda-oom", PF_MEM_DEVICE, 0);
     REQUIRE(a);
     pf_buffer *small = NULL, *huge = NULL;
-    CHECK_OK(pf_allocator_alloc(a, MIB, NULL, &small));
+    CHECK_OK(pf_allocator_alloc(a, MiB, NULL, &small));
     pf_buffer_unref(&small); /* cached: released by the out-of-memory retry */
     size_t total = pf_device_props_get(dev)->total_memory;
     CHECK_EQ_INT(pf_allocator_alloc(a, total * 2, NULL, &huge), PF_ERR_NOMEM);
     CHECK(strstr(pf_last_error(), "'cuda-oom'") != NULL);
     printf("  oom message: %s\n", pf_last_error());
-    st = stats_of(a);
+    st = pf_test_allocator_stats(a);
     CHECK_EQ_INT(st.failures, 1);
     CHECK_EQ_INT(st.runtime_frees, 1);
     CHECK_EQ_INT(st.bytes_reserved, 0);
     /* The device is still usable afterwards. */
-    CHECK_OK(pf_allocator_alloc(a, MIB, NULL, &small));
+    CHECK_OK(pf_allocator_alloc(a, MiB, NULL, &small));
     pf_buffer_unref(&small);
     pf_allocator_destroy(&a);
 }
@@ -207,13 +181,13 @@ static void test_cap_and_oom(void)
 static void test_destroy_with_pending_work(void)
 {
     pf_allocator *a = make("cuda-orphan", PF_MEM_DEVICE, 0);
-    pf_stream *s = make_stream();
+    pf_stream *s = make_stream(dev, 0);
     REQUIRE(a && s);
     pf_buffer *b = NULL;
-    CHECK_OK(pf_allocator_alloc(a, 64 * MIB, s, &b));
+    CHECK_OK(pf_allocator_alloc(a, 64 * MiB, s, &b));
     REQUIRE(b);
     pf_allocator_destroy(&a);
-    queue_busy_work(s, pf_buffer_data(b), 64 * MIB, 1, 50);
+    queue_busy_work(s, pf_buffer_data(b), 64 * MiB, 1, 50);
     pf_buffer_unref(&b); /* after destroy: waits for s, then cudaFree */
     CHECK_EQ_INT(pf_stream_query(s), PF_OK);
     pf_stream_destroy(&s);
@@ -223,9 +197,9 @@ static void test_pinned_allocator(void)
 {
     pf_allocator *a = make("cuda-pinned", PF_MEM_PINNED, 0);
     pf_allocator *d = make("cuda-dev", PF_MEM_DEVICE, 0);
-    pf_stream *s = make_stream();
+    pf_stream *s = make_stream(dev, 0);
     REQUIRE(a && d && s);
-    const size_t n = 5 * MIB + 7;
+    const size_t n = 5 * MiB + 7;
     pf_buffer *h = NULL, *g = NULL;
     CHECK_OK(pf_allocator_alloc(a, n, s, &h));
     CHECK_OK(pf_allocator_alloc(d, n, s, &g));
@@ -249,19 +223,18 @@ static void test_pinned_pool(void)
 {
     pf_pinned_pool_params pp = pf_pinned_pool_params_default();
     pp.device = dev;
-    pp.block_size = 8 * MIB + 1;
+    pp.block_size = 8 * MiB + 1;
     pp.block_count = 3;
     pp.name = "cuda-pool";
     pf_pinned_pool *pool = NULL;
     CHECK_OK(pf_pinned_pool_create(&pp, &pool));
     REQUIRE(pool);
-    pf_pinned_pool_stats ps;
-    CHECK_OK(pf_pinned_pool_get_stats(pool, &ps));
+    pf_pinned_pool_stats ps = pf_test_pinned_pool_stats(pool);
     CHECK(ps.pinned);
     CHECK_EQ_INT(ps.block_count, 3);
 
     pf_allocator *d = make("cuda-dev", PF_MEM_DEVICE, 0);
-    pf_stream *s = make_stream();
+    pf_stream *s = make_stream(dev, 0);
     REQUIRE(d && s);
     pf_buffer *up = NULL, *down = NULL, *g = NULL;
     CHECK_OK(pf_pinned_pool_acquire(pool, 0, &up));
@@ -284,7 +257,7 @@ static void test_pinned_pool(void)
     pf_buffer_unref(&g);
     pf_buffer_unref(&up);
     pf_buffer_unref(&down);
-    CHECK_OK(pf_pinned_pool_get_stats(pool, &ps));
+    ps = pf_test_pinned_pool_stats(pool);
     CHECK_EQ_INT(ps.blocks_free, 3);
     CHECK_EQ_INT(ps.min_blocks_free, 1);
     CHECK_EQ_INT(ps.acquires, 2);

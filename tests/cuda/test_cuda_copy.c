@@ -2,76 +2,15 @@
  * sizes and misaligned pointers, 2D copies with padded pitches (padding must
  * stay untouched), memset, and the range checks of pf_buffer_copy_async.
  * Exits 77 (skipped) without a usable GPU. */
-#include <cuda_runtime.h>
-
-#include "pf_test.h"
+#include "cuda_test_util.h"
 
 static pf_device *dev;
 static pf_stream *s;
 
-#define MiB ((size_t)1 << 20)
-#define NOWHERE ((size_t)-1)
-
-static void *dmalloc(size_t n)
-{
-    void *p = NULL;
-    if (cudaMalloc(&p, n) != cudaSuccess) {
-        fprintf(stderr, "cudaMalloc(%zu) failed\n", n);
-        exit(1);
-    }
-    return p;
-}
-
-static unsigned char *pinned(size_t n)
-{
-    void *p = NULL;
-    if (cudaHostAlloc(&p, n, cudaHostAllocPortable) != cudaSuccess) {
-        fprintf(stderr, "cudaHostAlloc(%zu) failed\n", n);
-        exit(1);
-    }
-    return p;
-}
-
-static unsigned char *pageable(size_t n)
-{
-    unsigned char *p = malloc(n ? n : 1);
-    if (!p) {
-        fprintf(stderr, "malloc(%zu) failed\n", n);
-        exit(1);
-    }
-    memset(p, 0, n); /* touched: really mapped */
-    return p;
-}
-
-static void fill_random(unsigned char *p, size_t n)
-{
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t r = pf_test_rand();
-        memcpy(p + i, &r, 8);
-    }
-    for (; i < n; i++) p[i] = (unsigned char)pf_test_rand();
-}
-
-static size_t first_mismatch(const unsigned char *a, const unsigned char *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (a[i] != b[i]) return i;
-    return NOWHERE;
-}
-
-static size_t first_not(const unsigned char *a, unsigned char v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (a[i] != v) return i;
-    return NOWHERE;
-}
-
 /* host -> device -> device (shifted) -> host, and host -> host. */
 static void roundtrip(size_t n, int pinned_host, int shift)
 {
-    unsigned char *src = pinned_host ? pinned(n + 16) : pageable(n + 16);
-    unsigned char *dst = pinned_host ? pinned(n + 16) : pageable(n + 16);
+    unsigned char *src = hmalloc(n + 16, pinned_host), *dst = hmalloc(n + 16, pinned_host);
     unsigned char *d1 = dmalloc(n + 16), *d2 = dmalloc(n + 16);
     /* Odd offsets on both sides: copies must not assume alignment. */
     unsigned char *hs = src + (shift & 7), *hd = dst + ((shift >> 3) & 7);
@@ -96,13 +35,8 @@ static void roundtrip(size_t n, int pinned_host, int shift)
 
     cudaFree(d1);
     cudaFree(d2);
-    if (pinned_host) {
-        cudaFreeHost(src);
-        cudaFreeHost(dst);
-    } else {
-        free(src);
-        free(dst);
-    }
+    hfree(src, pinned_host);
+    hfree(dst, pinned_host);
 }
 
 static void test_roundtrip_sizes(void)
@@ -140,9 +74,8 @@ static void test_memcpy2d_pitched(void)
         if (r == 2) sp = dp = hp = w; /* tight rows: no padding */
         int use_pinned = r & 1;
         size_t sn = sp * rows, dn = dp * rows, hn = hp * rows;
-        unsigned char *src = use_pinned ? pinned(sn) : pageable(sn);
-        unsigned char *back = use_pinned ? pinned(hn) : pageable(hn);
-        unsigned char *whole = pageable(dn);
+        unsigned char *src = hmalloc(sn, use_pinned), *back = hmalloc(hn, use_pinned);
+        unsigned char *whole = hmalloc_pageable(dn);
         unsigned char *d = dmalloc(dn), *d2 = dmalloc(dn);
         fill_random(src, sn);
 
@@ -187,13 +120,8 @@ static void test_memcpy2d_pitched(void)
         cudaFree(d);
         cudaFree(d2);
         free(whole);
-        if (use_pinned) {
-            cudaFreeHost(src);
-            cudaFreeHost(back);
-        } else {
-            free(src);
-            free(back);
-        }
+        hfree(src, use_pinned);
+        hfree(back, use_pinned);
     }
     /* A row wider than a pitch is refused by the wrapper, naming the sizes. */
     unsigned char tmp[64];
@@ -205,7 +133,7 @@ static void test_memset_ranges(void)
 {
     pf_test_seed(0x5e7u);
     const size_t n = 8 * MiB + 13;
-    unsigned char *d = dmalloc(n), *h = pageable(n), *expect = pageable(n);
+    unsigned char *d = dmalloc(n), *h = hmalloc_pageable(n), *expect = hmalloc_pageable(n);
     CHECK_OK(pf_memset_async(s, d, 0, n));
     memset(expect, 0, n);
     for (int r = 0; r < 20; r++) {
@@ -222,7 +150,7 @@ static void test_memset_ranges(void)
 
     /* Pinned host memory is device-addressable (unified addressing), so a
      * stream memset reaches it as well. */
-    unsigned char *ph = pinned(4 * MiB);
+    unsigned char *ph = hmalloc_pinned(4 * MiB);
     memset(ph, 0, 4 * MiB);
     CHECK_OK(pf_memset_async(s, ph + 1, 0x6d, 4 * MiB - 2));
     CHECK_OK(pf_stream_synchronize(s));
@@ -322,12 +250,8 @@ static void test_runtime_error_reported(void)
 int main(void)
 {
     dev = pf_test_cuda_device_or_skip();
-    pf_stream_params sp = pf_stream_params_default();
-    sp.device = dev;
-    if (pf_stream_create(&sp, &s) != PF_OK) {
-        fprintf(stderr, "pf_stream_create: %s\n", pf_last_error());
-        return 1;
-    }
+    s = make_stream(dev, 0);
+    if (!s) return 1;
     PF_RUN(test_roundtrip_sizes);
     PF_RUN(test_zero_bytes);
     PF_RUN(test_memcpy2d_pitched);

@@ -2,17 +2,12 @@
  * with new input contents at the same addresses verified after every run;
  * fallback to direct execution when the work does something capture
  * forbids; work errors; LRU eviction. Exits 77 (skipped) without a GPU. */
-#include <cuda_runtime.h>
-
-#include "pf_test.h"
+#include "cuda_test_util.h"
 
 #include "core/error.h"
 
 static pf_device *dev;
 static pf_stream *s;
-
-#define MiB ((size_t)1 << 20)
-#define NOWHERE ((size_t)-1)
 
 /* Buffers fixed for the whole test: graphs bake in addresses. */
 typedef struct bufs {
@@ -32,40 +27,6 @@ typedef struct work_ctx {
     int fail;           /* return an error after issuing work */
 } work_ctx;
 
-static void *dmalloc(size_t n)
-{
-    void *p = NULL;
-    if (cudaMalloc(&p, n) != cudaSuccess) {
-        fprintf(stderr, "cudaMalloc(%zu) failed\n", n);
-        exit(1);
-    }
-    return p;
-}
-
-static unsigned char *pinned(size_t n)
-{
-    void *p = NULL;
-    if (cudaHostAlloc(&p, n, cudaHostAllocPortable) != cudaSuccess) {
-        fprintf(stderr, "cudaHostAlloc(%zu) failed\n", n);
-        exit(1);
-    }
-    return p;
-}
-
-static size_t first_mismatch(const unsigned char *a, const unsigned char *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (a[i] != b[i]) return i;
-    return NOWHERE;
-}
-
-static size_t first_not(const unsigned char *a, unsigned char v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (a[i] != v) return i;
-    return NOWHERE;
-}
-
 static int capturing(void)
 {
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
@@ -73,21 +34,10 @@ static int capturing(void)
     return cs != cudaStreamCaptureStatusNone;
 }
 
-static pf_graph_cache_stats stats_of(pf_graph_cache *gc)
-{
-    pf_graph_cache_stats st;
-    memset(&st, 0xff, sizeof st);
-    CHECK_OK(pf_graph_cache_get_stats(gc, &st));
-    return st;
-}
-
 /* New random input, uploaded outside any graph. */
 static void new_input(void)
 {
-    for (size_t i = 0; i < B.n; i += 8) {
-        uint64_t r = pf_test_rand();
-        memcpy(B.hin + i, &r, B.n - i < 8 ? B.n - i : 8);
-    }
+    fill_random(B.hin, B.n);
     CHECK_OK(pf_memcpy_async(s, B.in, B.hin, B.n));
 }
 
@@ -151,7 +101,7 @@ static void test_capture_and_replay(void)
         CHECK_EQ_INT(w.host_calls, it + 1); /* the host node runs on every replay */
     }
     CHECK_EQ_INT(w.calls, 1);
-    pf_graph_cache_stats st = stats_of(gc);
+    pf_graph_cache_stats st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.captures, 1);
     CHECK_EQ_INT(st.replays, 11);
     CHECK_EQ_INT(st.direct_runs, 0);
@@ -197,7 +147,7 @@ static void test_keys_alternate(void)
     }
     CHECK_EQ_INT(wa.calls, 1);
     CHECK_EQ_INT(wb.calls, 1);
-    pf_graph_cache_stats st = stats_of(gc);
+    pf_graph_cache_stats st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.captures, 2);
     CHECK_EQ_INT(st.replays, 8);
     CHECK_EQ_INT(st.entries, 2);
@@ -233,7 +183,7 @@ static void test_uncapturable_fallback(void)
         CHECK_EQ_INT(capturing(), 0);
         CHECK_EQ_INT(w.calls, 2); /* failed capture + direct run */
         expect_fill(w.value);
-        pf_graph_cache_stats st = stats_of(gc);
+        pf_graph_cache_stats st = pf_test_graph_cache_stats(gc);
         CHECK_EQ_INT(st.capture_failures, 1);
         CHECK_EQ_INT(st.direct_runs, 1);
         CHECK_EQ_INT(st.captures, 0);
@@ -247,7 +197,7 @@ static void test_uncapturable_fallback(void)
             expect_fill(w.value); /* direct: the new value is used */
         }
         CHECK_EQ_INT(w.calls, 6);
-        st = stats_of(gc);
+        st = pf_test_graph_cache_stats(gc);
         CHECK_EQ_INT(st.capture_failures, 1);
         CHECK_EQ_INT(st.direct_runs, 5);
         CHECK_EQ_INT(st.replays, 0);
@@ -257,7 +207,7 @@ static void test_uncapturable_fallback(void)
         new_input();
         CHECK_OK(pf_graph_cache_run(gc, s, "ok", 2, work_fill, &ok));
         expect_fill(0x11);
-        CHECK_EQ_INT(stats_of(gc).captures, 1);
+        CHECK_EQ_INT(pf_test_graph_cache_stats(gc).captures, 1);
         pf_graph_cache_destroy(&gc);
     }
 }
@@ -274,7 +224,7 @@ static void test_work_error(void)
     CHECK(strstr(pf_last_error(), "refused on purpose") != NULL);
     CHECK_EQ_INT(w.calls, 1);
     CHECK_EQ_INT(capturing(), 0);
-    CHECK_EQ_INT(stats_of(gc).entries, 0);
+    CHECK_EQ_INT(pf_test_graph_cache_stats(gc).entries, 0);
     /* The captured memset never ran. */
     CHECK_OK(pf_memcpy_async(s, B.hout1, B.out1, B.n));
     CHECK_OK(pf_stream_synchronize(s));
@@ -284,7 +234,7 @@ static void test_work_error(void)
     new_input();
     CHECK_OK(pf_graph_cache_run(gc, s, "err", 3, work_fill, &w));
     expect_fill(0x77);
-    CHECK_EQ_INT(stats_of(gc).captures, 1);
+    CHECK_EQ_INT(pf_test_graph_cache_stats(gc).captures, 1);
     pf_graph_cache_destroy(&gc);
 }
 
@@ -309,7 +259,7 @@ static void test_lru_two_entries(void)
         expect_fill(w[k].value);
         for (int j = 0; j < 3; j++) CHECK_EQ_INT(w[j].calls, want_calls[i][j]);
     }
-    pf_graph_cache_stats st = stats_of(gc);
+    pf_graph_cache_stats st = pf_test_graph_cache_stats(gc);
     CHECK_EQ_INT(st.captures, 5);
     CHECK_EQ_INT(st.replays, 2);
     CHECK_EQ_INT(st.evictions, 3);
@@ -321,21 +271,17 @@ static void test_lru_two_entries(void)
 int main(void)
 {
     dev = pf_test_cuda_device_or_skip();
-    pf_stream_params sp = pf_stream_params_default();
-    sp.device = dev;
-    if (pf_stream_create(&sp, &s) != PF_OK) {
-        fprintf(stderr, "pf_stream_create: %s\n", pf_last_error());
-        return 1;
-    }
+    s = make_stream(dev, 0);
+    if (!s) return 1;
     B.n = 3 * MiB + 16;
     B.in = dmalloc(B.n);
     B.out1 = dmalloc(B.n);
     B.out2 = dmalloc(B.n);
     B.out3 = dmalloc(B.n);
-    B.hin = pinned(B.n);
-    B.hout1 = pinned(B.n);
-    B.hout2 = pinned(B.n);
-    B.hout3 = pinned(B.n);
+    B.hin = hmalloc_pinned(B.n);
+    B.hout1 = hmalloc_pinned(B.n);
+    B.hout2 = hmalloc_pinned(B.n);
+    B.hout3 = hmalloc_pinned(B.n);
     B.expect = malloc(B.n);
     if (!B.expect) return 1;
 

@@ -4,47 +4,14 @@
  *
  * "Busy" is made deterministic with a host callback that spins until the
  * test opens a gate, so no check depends on how fast the GPU is. */
-#include <cuda_runtime.h>
 #include <stdatomic.h>
 
-#include "pf_test.h"
+#include "cuda_test_util.h"
 
 #include "core/sys.h"
 #include "device/backend.h"
 
 static pf_device *dev;
-
-#define MiB ((size_t)1 << 20)
-
-static void *dmalloc(size_t n)
-{
-    void *p = NULL;
-    if (cudaMalloc(&p, n) != cudaSuccess) {
-        fprintf(stderr, "cudaMalloc(%zu) failed\n", n);
-        exit(1);
-    }
-    return p;
-}
-
-static unsigned char *hmalloc_pinned(size_t n)
-{
-    void *p = NULL;
-    if (cudaHostAlloc(&p, n, cudaHostAllocPortable) != cudaSuccess) {
-        fprintf(stderr, "cudaHostAlloc(%zu) failed\n", n);
-        exit(1);
-    }
-    return p;
-}
-
-static pf_stream *new_stream(int priority)
-{
-    pf_stream_params sp = pf_stream_params_default();
-    sp.device = dev;
-    sp.priority = priority;
-    pf_stream *s = NULL;
-    CHECK_OK(pf_stream_create(&sp, &s));
-    return s;
-}
 
 static pf_event *new_event(pf_device *d)
 {
@@ -74,23 +41,9 @@ static void gate_fn(void *user)
     }
 }
 
-static size_t first_mismatch(const unsigned char *a, const unsigned char *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (a[i] != b[i]) return i;
-    return (size_t)-1;
-}
-
-static size_t first_not(const unsigned char *a, unsigned char v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (a[i] != v) return i;
-    return (size_t)-1;
-}
-
 static void test_stream_basics(void)
 {
-    pf_stream *s = new_stream(0);
+    pf_stream *s = make_stream(dev, 0);
     REQUIRE(s != NULL);
     CHECK(pf_stream_device(s) == dev);
     cudaStream_t cs = (cudaStream_t)pf_stream_native(s);
@@ -111,7 +64,7 @@ static void test_priority_clamped(void)
     CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest) == cudaSuccess);
     int asks[] = {0, -1, 1, -1000, 1000, greatest, least};
     for (size_t i = 0; i < sizeof asks / sizeof asks[0]; i++) {
-        pf_stream *s = new_stream(asks[i]);
+        pf_stream *s = make_stream(dev, asks[i]);
         REQUIRE(s != NULL);
         int want = asks[i] < greatest ? greatest : asks[i] > least ? least : asks[i];
         int got = 12345;
@@ -123,7 +76,7 @@ static void test_priority_clamped(void)
         CHECK_OK(pf_memset_async(s, d, 0x3c, sizeof h));
         CHECK_OK(pf_memcpy_async(s, h, d, sizeof h));
         CHECK_OK(pf_stream_synchronize(s));
-        CHECK(first_not(h, 0x3c, sizeof h) == (size_t)-1);
+        CHECK(first_not(h, 0x3c, sizeof h) == NOWHERE);
         cudaFree(d);
         pf_stream_destroy(&s);
     }
@@ -134,7 +87,7 @@ static void test_priority_clamped(void)
 static void test_event_orders_streams(void)
 {
     pf_test_seed(0x0bde5u);
-    pf_stream *a = new_stream(0), *b = new_stream(0);
+    pf_stream *a = make_stream(dev, 0), *b = make_stream(dev, 0);
     REQUIRE(a && b);
     pf_event *e = new_event(dev);
     REQUIRE(e != NULL);
@@ -180,10 +133,10 @@ static void test_event_orders_streams(void)
         memcpy(expect, src, half);
         memset(expect + half, 0x5c, quarter);
         size_t bad = first_mismatch(out, expect, n);
-        if (bad != (size_t)-1)
+        if (bad != NOWHERE)
             fprintf(stderr, "  round %d n=%zu: byte %zu is 0x%02x, expected 0x%02x\n", round, n,
                     bad, out[bad], expect[bad]);
-        CHECK(bad == (size_t)-1);
+        CHECK(bad == NOWHERE);
         CHECK_OK(pf_stream_synchronize(a));
     }
     CHECK(!atomic_load(&g.timed_out));
@@ -200,7 +153,7 @@ static void test_event_orders_streams(void)
 
 static void test_query_while_busy(void)
 {
-    pf_stream *s = new_stream(0);
+    pf_stream *s = make_stream(dev, 0);
     REQUIRE(s != NULL);
     pf_event *e = new_event(dev), *never = new_event(dev);
     REQUIRE(e && never);
@@ -233,7 +186,7 @@ static void test_query_while_busy(void)
 
 static void test_event_timing(void)
 {
-    pf_stream *s = new_stream(0);
+    pf_stream *s = make_stream(dev, 0);
     REQUIRE(s != NULL);
     pf_event *e0 = new_event(dev), *e1 = new_event(dev), *e2 = new_event(dev);
     REQUIRE(e0 && e1 && e2);
@@ -329,7 +282,7 @@ static void seq_fn(void *user)
 static void test_launch_host_ordering(void)
 {
     pf_test_seed(0x4057u);
-    pf_stream *s = new_stream(0);
+    pf_stream *s = make_stream(dev, 0);
     REQUIRE(s != NULL);
     const size_t max_n = 64 * MiB;
     unsigned char *x = dmalloc(max_n), *x2 = dmalloc(max_n);
@@ -349,8 +302,8 @@ static void test_launch_host_ordering(void)
         CHECK_OK(pf_memcpy_async(s, h3, x2, n));
         CHECK_OK(pf_stream_synchronize(s));
         CHECK_EQ_INT(hc.ran, 1);
-        CHECK(hc.bad_at == (size_t)-1);          /* earlier work was complete */
-        CHECK(first_not(h3, w, n) == (size_t)-1); /* later work saw fn's writes */
+        CHECK(hc.bad_at == NOWHERE);           /* earlier work was complete */
+        CHECK(first_not(h3, w, n) == NOWHERE); /* later work saw fn's writes */
     }
 
     /* Several callbacks between device work run in issue order. */
@@ -390,7 +343,7 @@ static void *open_later(void *arg)
 
 static void test_cross_backend_wait(void)
 {
-    pf_stream *gs = new_stream(0), *cs = NULL;
+    pf_stream *gs = make_stream(dev, 0), *cs = NULL;
     CHECK_OK(pf_stream_create(NULL, &cs));
     REQUIRE(gs && cs);
     pf_event *ce = new_event(NULL), *ge = new_event(dev);
@@ -420,7 +373,7 @@ static void test_cross_backend_wait(void)
 /* Destroying a stream waits for its work. */
 static void test_destroy_waits(void)
 {
-    pf_stream *s = new_stream(0);
+    pf_stream *s = make_stream(dev, 0);
     REQUIRE(s != NULL);
     const size_t n = 32 * MiB;
     unsigned char *x = dmalloc(n), *h = hmalloc_pinned(n);
@@ -433,7 +386,7 @@ static void test_destroy_waits(void)
     CHECK_OK(pf_thread_start(&t, "opener", open_later, &g));
     pf_stream_destroy(&s);
     pf_thread_join(t);
-    CHECK(first_not(h, 0x99, n) == (size_t)-1);
+    CHECK(first_not(h, 0x99, n) == NOWHERE);
     cudaFree(x);
     cudaFreeHost(h);
 }
