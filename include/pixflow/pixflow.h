@@ -9,5 +9,6 @@
 #include "tensor.h"
 #include "thread.h"
 #include "device.h"
+#include "ops.h"
 
 #endif
