@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 # Node.js, which Debian's npm package would conflict with): "command:package".
 DEB_TOOLS=(cmake:cmake make:make gcc:gcc g++:g++ pkg-config:pkg-config node:nodejs npm:npm)
 # Libraries, checked by Debian package name. Later modules add theirs here.
-DEB_LIBS=()
+# libopencv-dev: only for the oracle tests (tests/test_*.cpp) and CPU peer benchmarks.
+DEB_LIBS=(libopencv-dev)
 
 missing=()
 for t in "${DEB_TOOLS[@]}"; do
