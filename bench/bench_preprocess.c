@@ -29,19 +29,22 @@
  *   reference on the host (f16: 1 ulp or 1e-4 (1/std + |mean/std|)); a
  *   mismatch fails the run.
  *
- * Prediction (written before the first GPU run). Bytes per frame: the taps
- * touch columns 3.75 px (11 bytes) apart and 1024 of 1080 rows, so at 32-byte
- * sector granularity the kernel reads almost every byte of the frame anyway:
- * ~5.9 MB read + 1.57 MB written ~ 7.5 MB of DRAM traffic, close to the
- * SPEC's 7.8 MB. Device copy on an H200 moves ~4.0e12 B/s (read + write), an
- * H100 ~3.0e12: floor = 7.8 MB / 4.0e12 = 1.95 us/frame on an H200 (the SPEC's
- * 1.9), 2.6 us on an H100. The kernel is a byte gather (12 one-byte loads per
- * output pixel); with 32 consecutive outputs per warp load (about three 128-B
- * lines per instruction) the L1 needs ~1.3 wavefronts per output pixel,
- * below the ~2.7 cycles per pixel per SM that 60% of copy bandwidth allows
- * at batch 32 on an H200. Expected: batch 32 at 2.6-3.2 us/frame on an H200
- * (60-75% of copy bandwidth by the SPEC's count), batch 1 worse (one frame is
- * 128 blocks for 132 SMs: a single partial wave plus launch gaps).
+ * Prediction (written before the first GPU run). Minimal taps: the 4-tap
+ * bilinear needs 1024 x 1024 source pixels = 3.15 MB + 1.57 MB written = 4.72
+ * MB per frame, a floor of 4.72 MB / 4.0e12 B/s = 1.18 us/frame on an H200.
+ * DRAM does not move bytes but 32-byte sectors, though: the taps touch columns
+ * 3.75 px (11 bytes) apart and 1024 of 1080 rows, so every sector of those
+ * rows is read, ~5.9 MB + 1.57 MB written ~ 7.5 MB of traffic, close to the
+ * SPEC's 7.8 MB: the real floor is the SPEC's. Device copy on an H200 moves
+ * ~4.0e12 B/s (read + write), an H100 ~3.0e12: floor = 7.8 MB / 4.0e12 = 1.95
+ * us/frame on an H200 (the SPEC's 1.9), 2.6 us on an H100. The kernel is a
+ * byte gather (12 one-byte loads per output pixel); with 32 consecutive
+ * outputs per warp load (about three 128-B lines per instruction) the L1 needs
+ * ~1.3 wavefronts per output pixel, below the ~2.7 cycles per pixel per SM
+ * that 60% of copy bandwidth allows at batch 32 on an H200. Expected: batch 32
+ * at 2.6-3.2 us/frame on an H200 (60-75% of copy bandwidth by the SPEC's
+ * count); batch 1 worse (one frame is 512 blocks of 64 x 8 pixels, about 4 per
+ * SM: one short wave whose ramp-up and tail are not hidden by a next frame).
  */
 #include <math.h>
 #include <stdio.h>
