@@ -326,32 +326,77 @@ PF_API pf_status pf_ops_resize_mask(pf_ops *ops, const pf_tensor *src, pf_tensor
 /* Mask post-processing ------------------------------------------------------------------
  *
  * Model outputs to masks. Tensors are contiguous; "[..., H, W]" means any
- * leading dims (batch, one channel). */
+ * leading dims (batch, one channel). A tensor with a zero dimension is valid
+ * and nothing is done. Inputs and outputs may not overlap in memory.
+ *
+ * Arithmetic (single precision, the same formula on every backend):
+ *   sigmoid(x) = 1.0f / (1.0f + expf(-x))
+ *   softmax: m = the maximum over c (the first one), s = sum over c = 0..C-1
+ *            of expf(x_c - m) accumulated in that order,
+ *            prob = expf(x_cls - m) / s
+ * f16 inputs are converted to float exactly first. The CPU path produces the
+ * same bits as the plain C reference (pf_ops_params.reference). CUDA uses
+ * CUDA's expf (within 2 ulp of glibc's): labels and thresholds of
+ * probabilities are identical; a logit whose sigmoid lies within about 1e-7
+ * (the test allows 1e-6) of the threshold may land on the other side; prob
+ * agrees within 1e-5 relative. NaN inputs threshold to 0; their labels and
+ * probabilities are unspecified.
+ *
+ * Errors, all checked before anything is written: PF_ERR_INVALID for NULL
+ * ops, src, dst, a tensor with a bad ndim, dtype value, negative dimension,
+ * NULL data or a byte range outside its buffer, shapes that do not match, a
+ * non-finite threshold, src not 4-D or its layout not NCHW/NHWC, C = 0,
+ * C > 255 with labels, cls outside 0..C-1 with prob, labels and prob both
+ * NULL, overlapping tensors; PF_ERR_UNSUPPORTED for a dtype other than the
+ * ones listed, a non-contiguous tensor, and memory the context's device
+ * cannot reach (CPU: another device's memory; CUDA: anything but its own
+ * device memory or page-locked memory from a CUDA allocation);
+ * PF_ERR_DEVICE when a CUDA launch fails. Messages name the argument and the
+ * value. */
 
 /* dst (u8, same shape as src) = 255 where p >= threshold else 0, with
- * p = src (probabilities) or sigmoid(src) when `logits`. src f32 or f16. */
+ * p = src (probabilities) or sigmoid(src) when `logits`. src f32 or f16; any
+ * finite threshold. */
 PF_API pf_status pf_ops_mask_threshold(pf_ops *ops, const pf_tensor *src, bool logits,
                                        float threshold, pf_tensor *dst);
 
 /* src f32 or f16 logits [N, C, H, W] (NCHW) or [N, H, W, C] (NHWC, by layout).
  * labels (u8 [N, H, W], may be NULL) = argmax over C (lowest index wins ties;
  * C <= 255). prob (f32 [N, H, W], may be NULL) = softmax probability of class
- * `cls` (0 <= cls < C): the soft person mask. At least one output. */
+ * `cls` (0 <= cls < C): the soft person mask. At least one output. cls is
+ * checked only when prob is asked for, and C <= 255 only when labels are. */
 PF_API pf_status pf_ops_mask_argmax(pf_ops *ops, const pf_tensor *src, pf_tensor *labels,
                                     pf_tensor *prob, int cls);
 
-/* Mask refinement ------------------------------------------------------------------------- */
+/* Mask refinement -------------------------------------------------------------------------
+ *
+ * Same conventions, memory rules and errors as Mask post-processing (plus:
+ * PF_ERR_INVALID for alpha outside (0, 1], sigma outside (0, 64], radius
+ * outside 1..64, an unknown morphology op, fewer than 2 dimensions for
+ * feather and morph, or H or W above 65536). Feather and morph pass through
+ * intermediate planes in the context's scratch memory, which grows on the
+ * first call that needs more (synchronizing the stream): make one call of
+ * each size before capturing a CUDA graph. */
 
 /* Exponential smoothing across frames for stable masks:
  * state = alpha * mask + (1 - alpha) * state, in place; with `reset` (first
  * frame of a stream, or after a cut) state = mask. f32 [H, W] (or any equal
- * shapes), 0 < alpha <= 1. The caller keeps one state tensor per stream. */
+ * shapes), 0 < alpha <= 1. The caller keeps one state tensor per stream.
+ * Evaluated as alpha * mask + (1.0f - alpha) * state in float with two
+ * roundings (no fused multiply-add), identical on every backend. */
 PF_API pf_status pf_ops_mask_temporal(pf_ops *ops, pf_tensor *state, const pf_tensor *mask,
                                       float alpha, bool reset);
 
 /* Feathering: separable Gaussian blur of an f32 mask [..., H, W], standard
  * deviation `sigma` pixels (0 < sigma <= 64), kernel radius ceil(3 sigma),
- * weights normalised to sum 1, edges clamped. src and dst may not alias. */
+ * weights normalised to sum 1, edges clamped. src and dst may not alias.
+ * Precisely: R = ceil(3 sigma), w[k] = exp(-k^2 / (2 sigma^2)) / (sum over
+ * j = -R..R of the same), k = -R..R, computed in double and rounded to float
+ * once; a horizontal pass then a vertical pass, each output
+ *   acc = 0; for k = -R..R: acc += w[k] * in[clamp(i + k)]
+ * in float in that order (the horizontal result is kept in float). The CPU
+ * path produces the reference's bits; CUDA uses fused multiply-adds and
+ * agrees within 1e-5 relative for masks in [0, 1] (non-negative inputs). */
 PF_API pf_status pf_ops_mask_feather(pf_ops *ops, const pf_tensor *src, pf_tensor *dst,
                                      float sigma);
 
@@ -364,7 +409,9 @@ typedef enum pf_morph_op {
 
 /* Morphology on a u8 mask [..., H, W] with a (2 radius + 1)^2 square
  * (separable min/max), pixels outside the image ignored; 1 <= radius <= 64.
- * src and dst may not alias. */
+ * src and dst may not alias. Any u8 values (not only 0/255): erode takes the
+ * minimum and dilate the maximum over the window clipped to the image.
+ * Exact on every backend. */
 PF_API pf_status pf_ops_mask_morph(pf_ops *ops, const pf_tensor *src, pf_tensor *dst,
                                    pf_morph_op op, int radius);
 
@@ -387,7 +434,7 @@ PF_API pf_status pf_ops_mask_morph(pf_ops *ops, const pf_tensor *src, pf_tensor 
  *
  * Axis taps (mask, image and blur upsampling): frame index i of an axis of c
  * pixels reads a source axis of r pixels at s = ((2i + 1) r - c) / (2c)
- * (Sampling: ((i + 0.5) r / c - 0.5), an exact fraction; k = floor(s), the
+ * (Sampling's (i + 0.5) r / c - 0.5 as an exact fraction); k = floor(s), the
  * weight f = (s - k) rounded once to float, taps k and k + 1 clamped to
  * 0..r-1. Bilinear is in lerp form, rows first:
  *   h_j = v(k, j) + f * (v(k + 1, j) - v(k, j))  for the two rows j,
@@ -405,8 +452,8 @@ PF_API pf_status pf_ops_mask_morph(pf_ops *ops, const pf_tensor *src, pf_tensor 
  * YUV pixels converted as in the Fused preprocess section (own Y, chroma
  * sample (x/2, y/2), R = y' + rv v, G = (y' - gu u) - gv v, B = y' + bu u,
  * each clamped to 0..255, not rounded) with pf_background.matrix and .range.
- * With B the background pixel (below), per channel
- *   v = m * F + (1 - m) * B,   out = (int)(clamp(v, 0, 255) + 0.5)   (round half up)
+ * With Bg the background pixel as floats (below), per channel
+ *   v = m * F + (1 - m) * Bg,   out = (int)(clamp(v, 0, 255) + 0.5)   (round half up)
  * and RGBA output alpha = (int)(255 m + 0.5). So m = 1 gives the frame's own
  * bytes and m = 0 the background exactly.
  *
@@ -427,26 +474,26 @@ PF_API pf_status pf_ops_mask_morph(pf_ops *ops, const pf_tensor *src, pf_tensor 
  *                frame's own bytes; with RGBA output only alpha comes from
  *                the mask). NV12 output from an NV12 or I420 frame copies Y
  *                and chroma unchanged; from an RGB frame converts it as above.
- *   PF_BG_COLOR  B = color (R, G, B).
+ *   PF_BG_COLOR  Bg = color (R, G, B).
  *   PF_BG_IMAGE  `image` (RGB24, BGR24, RGBA, NV12, I420; any size) resized
  *                bilinearly to the output size on the fly: axis taps as
  *                above, each tap converted to R, G, B floats like F.
- *   PF_BG_FRAME  B = `image` pixel (x, y); image of exactly the output size.
+ *   PF_BG_FRAME  Bg = `image` pixel (x, y); image of exactly the output size.
  *   PF_BG_BLUR   the frame (F, floats) blurred with sigma = blur_sigma:
  *     sigma <= 8: separable Gaussian at full resolution. Radius R =
  *       ceil(3 sigma), weights w_k = exp(-k^2 / (2 sigma^2)), k = -R..R,
  *       divided by their sum (double, then float). t(x, y) = sum over k =
- *       -R..R (in that order, from 0) of w_k F(clamp(x + k), y); then B(x, y)
- *       = sum of w_k t(x, clamp(y + k)) likewise. Edges clamp; nothing is
- *       rounded in between.
+ *       -R..R (in that order, from 0) of w_k F(clamp(x + k), y); then
+ *       Bg(x, y) = sum of w_k t(x, clamp(y + k)) likewise. Edges clamp;
+ *       nothing is rounded in between.
  *     sigma > 8: q = floor(sigma / 4) (2..16). F is box-averaged over q x q
  *       blocks into a ceil(W/q) x ceil(H/q) image (block (i, j) covers
  *       x in [qi, qi + q), y in [qj, qj + q) within the frame; sum row by
- *       row, left to right, divided by the number of pixels present), that
- *       image is blurred as above with sigma / q, and B(x, y) samples it
- *       bilinearly with the axis taps at s = ((2x + 1) - q) / (2q), i.e.
- *       (x + 0.5) / q - 0.5 (block centres line up with the pixels they
- *       average).
+ *       row, left to right, from 0, divided by the number of pixels
+ *       present), that image is blurred as above with sigma / q (edges
+ *       clamped to it), and Bg(x, y) samples it bilinearly with the axis
+ *       taps at s = (2x + 1 - q) / (2q), i.e. (x + 0.5) / q - 0.5: block
+ *       centres line up with the pixels they average.
  *     Cost: sigma <= 8 reads 2 (2R + 1) <= 98 taps per pixel and channel;
  *     larger sigma one pass over the frame, at most 2 * 37 taps per pixel
  *     of the q^2 times smaller image and 4 taps per pixel to upsample, so

@@ -5,6 +5,11 @@
 #include "../device/backend.h"
 #include "ops_impl.h"
 
+typedef struct pf_ops_retired {
+    void *ptr;
+    struct pf_ops_retired *next;
+} pf_ops_retired;
+
 pf_ops_params pf_ops_params_default(void)
 {
     pf_ops_params p = {.stream = NULL, .pool = NULL, .reference = false};
@@ -43,6 +48,12 @@ void pf_ops_destroy(pf_ops **pops)
     *pops = NULL;
     pf_stream_synchronize(ops->stream);
     if (ops->scratch) ops->dev->be->mem_free(ops->dev, PF_MEM_DEVICE, ops->scratch);
+    while (ops->retired) {
+        pf_ops_retired *r = ops->retired;
+        ops->retired = r->next;
+        ops->dev->be->mem_free(ops->dev, PF_MEM_DEVICE, r->ptr);
+        free(r);
+    }
     if (ops->own_pool) pf_threadpool_destroy(&ops->pool);
     free(ops);
 }
@@ -52,14 +63,26 @@ pf_stream *pf_ops_stream(const pf_ops *ops) { return ops ? ops->stream : NULL; }
 pf_status pf_ops_scratch(pf_ops *ops, size_t size, void **out)
 {
     if (size > ops->scratch_size) {
-        pf_status st = pf_stream_synchronize(ops->stream);
-        if (st != PF_OK) return st;
-        if (ops->scratch) ops->dev->be->mem_free(ops->dev, PF_MEM_DEVICE, ops->scratch);
-        ops->scratch = NULL;
-        ops->scratch_size = 0;
-        size_t want = size < 4096 ? 4096 : size;
-        st = ops->dev->be->mem_alloc(ops->dev, PF_MEM_DEVICE, want, &ops->scratch);
-        if (st != PF_OK) return st;
+        size_t want = ops->scratch_size + ops->scratch_size / 2;
+        if (want < size) want = size;
+        if (want < 4096) want = 4096;
+        pf_ops_retired *r = NULL;
+        if (ops->scratch) {
+            r = malloc(sizeof *r);
+            if (!r) return pf_set_error(PF_ERR_NOMEM, "pf_ops: out of host memory");
+        }
+        void *p = NULL;
+        pf_status st = ops->dev->be->mem_alloc(ops->dev, PF_MEM_DEVICE, want, &p);
+        if (st != PF_OK) {
+            free(r);
+            return st;
+        }
+        if (r) {
+            r->ptr = ops->scratch;
+            r->next = ops->retired;
+            ops->retired = r;
+        }
+        ops->scratch = p;
         ops->scratch_size = want;
     }
     *out = ops->scratch;

@@ -17,14 +17,21 @@ struct pf_ops {
     pf_threadpool *pool;
     int own_pool;
     int reference;
-    /* Device scratch memory for parameters uploaded per call (view tables,
-     * per-frame descriptors): grown once, reused. */
+    /* Scratch memory on the context's device (host memory on the CPU):
+     * intermediate planes of separable filters and the like. It only grows;
+     * a block it outgrows is retired, not freed, until the context is
+     * destroyed, because work already queued - or a CUDA graph captured
+     * earlier - may still use its address. Growth is geometric, so a stream
+     * of growing sizes retires O(log) blocks. */
     void *scratch;
     size_t scratch_size;
+    struct pf_ops_retired *retired;
 };
 
-/* Returns device-side scratch of at least `size` bytes (growing it once,
- * after synchronizing the stream so nothing in flight still uses it). */
+/* Returns scratch of at least `size` bytes on the context's device. Growing
+ * allocates (so do one call of each op and size before capturing a graph),
+ * never synchronizes and never frees memory that queued work may use. The
+ * previous contents are not kept. */
 pf_status pf_ops_scratch(pf_ops *ops, size_t size, void **out);
 
 #endif
