@@ -514,10 +514,11 @@ PF_API pf_status pf_ops_mask_morph(pf_ops *ops, const pf_tensor *src, pf_tensor 
  * ops, frame, mask, bg or dst, a frame, image or dst with a bad size,
  * stride, plane or buffer range, dst or a PF_BG_FRAME image whose size
  * differs from the frame's, a mask that is not [..., H, W] with leading dims
- * 1 or has a row stride < W, kind, matrix or range out of range, blur_sigma
- * outside (0, 64] or not finite, image NULL for PF_BG_IMAGE / PF_BG_FRAME,
- * overlaps; PF_ERR_UNSUPPORTED for GRAY8 frames or images, I420 or GRAY8
- * output, a mask dtype other than f32/u8 or with a non-contiguous last dim,
+ * 1, has a row stride < W or misaligned data, kind, matrix or range out of
+ * range, blur_sigma outside (0, 64] or not finite, image NULL for
+ * PF_BG_IMAGE / PF_BG_FRAME, overlaps; PF_ERR_UNSUPPORTED for GRAY8 frames
+ * or images, I420 or GRAY8 output, a mask dtype other than f32/u8 or with a
+ * non-contiguous last dim,
  * memory the device cannot reach; PF_ERR_DEVICE when a CUDA launch fails.
  * On a CPU context created with `reference` set, the plain C reference runs.
  * Asynchronous on CUDA: inputs must stay valid until the stream reaches the
