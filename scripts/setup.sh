@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 DEB_TOOLS=(cmake:cmake make:make gcc:gcc g++:g++ pkg-config:pkg-config node:nodejs npm:npm)
 # Libraries, checked by Debian package name. Later modules add theirs here.
 # libopencv-dev: only for the oracle tests (tests/test_*.cpp) and CPU peer benchmarks.
-DEB_LIBS=(libopencv-dev)
+# libyaml-dev: YAML pipelines (optional at build time, wanted here).
+DEB_LIBS=(libopencv-dev libyaml-dev)
 
 missing=()
 for t in "${DEB_TOOLS[@]}"; do

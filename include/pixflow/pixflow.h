@@ -10,5 +10,7 @@
 #include "thread.h"
 #include "device.h"
 #include "ops.h"
+#include "pipeline.h"
+#include "prof.h"
 
 #endif

@@ -22,6 +22,7 @@ typedef struct cli_command {
 } cli_command;
 
 int cmd_info(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 /* Option parsing ------------------------------------------------------------------
  *

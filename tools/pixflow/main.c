@@ -12,6 +12,7 @@
 static const cli_command commands[] = {
     {"info", "versions, backends, devices, NVML, pool defaults; --self-check tests a device",
      cmd_info},
+    {"run", "run a pipeline described in a YAML file; progress, statistics, --trace", cmd_run},
 };
 #define COMMAND_COUNT ((int)(sizeof commands / sizeof commands[0]))
 

@@ -1,0 +1,33 @@
+/* Private: the dynamic batcher's decision logic (pipeline.h, "Dynamic
+ * batcher"), separate from threads and edges so it can be tested with a fake
+ * clock. Not thread-safe: one stage worker owns it.
+ *
+ *   pf_batcher_add(b, &item, now)            // takes ownership (PF_AGAIN if full)
+ *   if (pf_batcher_ready(b, now, eos)) n = pf_batcher_take(b, out, now);
+ *   else wait until pf_batcher_deadline(b) or a new item arrives. */
+#ifndef PF_PIPELINE_BATCHER_H
+#define PF_PIPELINE_BATCHER_H
+
+#include <stdbool.h>
+
+#include "pixflow/pipeline.h"
+
+typedef struct pf_batcher pf_batcher;
+
+/* capacity: requests it may hold waiting (>= max_batch). */
+pf_status pf_batcher_create(const pf_batch_params *p, int capacity, pf_batcher **out);
+/* Releases waiting items. */
+void pf_batcher_destroy(pf_batcher **b);
+/* Takes the item (arrival time `now_ns`); PF_AGAIN when at capacity (the
+ * caller keeps it). */
+pf_status pf_batcher_add(pf_batcher *b, pf_item *item, int64_t now_ns);
+int pf_batcher_count(const pf_batcher *b);
+/* Whether a batch should be formed now: max_batch waiting, or the oldest
+ * waited max_delay_us, or eos with anything waiting. */
+bool pf_batcher_ready(const pf_batcher *b, int64_t now_ns, bool eos);
+/* When the oldest waiting request's delay runs out (INT64_MAX if none). */
+int64_t pf_batcher_deadline(const pf_batcher *b);
+/* Moves up to max_batch items into out[] by the fairness rules; returns n. */
+int pf_batcher_take(pf_batcher *b, pf_item *out, int64_t now_ns);
+
+#endif

@@ -1,0 +1,204 @@
+/* Private: the structures shared by the pipeline runtime's files.
+ *
+ *   pipeline.c  graph building, validation, transfer insertion, modes,
+ *               start / wait / cancel / destroy, the watcher thread
+ *   stage.c     worker threads: source and process loops, batching, emit
+ *               with fan-out, ordering, GPU readiness, error propagation
+ *   transfer.c  the runtime-inserted host<->device copy stage
+ *   stats.c     statistics snapshot, table and JSON
+ *
+ * Locking, outermost first: pipeline mu > stage in_mu > stage ord_mu > the
+ * edge's own lock. Counters are atomics (relaxed) so workers never take a
+ * lock to count. */
+#ifndef PF_PIPELINE_IMPL_H
+#define PF_PIPELINE_IMPL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "pixflow/pipeline.h"
+#include "pixflow/prof.h"
+#include "pixflow/thread.h"
+
+#include "../core/sys.h"
+#include "batcher.h"
+#include "edge.h"
+
+/* Events per worker recorded at emit (GPU stages). A slot is re-recorded
+ * every PL_READY_RING emits; a consumer still holding the older pointer then
+ * waits for a later point of the same stream, which includes the work it
+ * needs (stream order), so reuse is safe and only rarely waits longer. */
+#define PL_READY_RING 8
+/* Process calls of a GPU stage whose input items are kept alive until the
+ * stage's stream has passed them (see stage.c, "deferred release"). */
+#define PL_DEFER 4
+
+typedef struct pl_edge {
+    int index;
+    pf_stage *from, *to;
+    pf_edge_params params;     /* as configured (after mode: effective) */
+    pf_edge *e;                /* created at start */
+    char *label;               /* "from -> to" */
+    char *counter;             /* "queue from -> to" (trace counter name) */
+    int last_depth;            /* last value written to the trace */
+} pl_edge;
+
+typedef struct pl_transfer pl_transfer;
+
+/* Per worker thread. */
+struct pf_stage_ctx {
+    pf_stage *st;
+    int index;                 /* thread index */
+    pf_stream *stream;
+    pf_thread thread;
+    bool thread_started;
+    char track_name[96];
+    int track;                 /* trace track */
+    int64_t ticket;            /* ordered stages: batch being processed; -1 none */
+    int64_t blocked_ns;        /* time blocked in emit during the current call */
+    bool in_call;              /* inside source/process (emit allowed) */
+    pf_allocator *alloc[3];    /* pf_stage_allocator() per domain, cached */
+    pf_item *batch;            /* max_batch items being handed to process */
+    int32_t *m_source;         /* (source, seq, t_source) of the batch, kept */
+    int64_t *m_seq, *m_tsrc;   /* because process owns the items */
+    /* GPU stages */
+    pf_event *ready[PL_READY_RING];
+    unsigned ready_pos;
+    pf_event *defer_ev[PL_DEFER];
+    pf_item *defer_items;      /* PL_DEFER * max_batch */
+    int defer_n[PL_DEFER];
+    int defer_head, defer_count;
+};
+
+struct pf_stage {
+    pf_pipeline *pl;
+    int index;
+    char *name;
+    pf_stage_desc d;           /* d.name == name */
+    pf_device *dev;            /* d.device or the CPU device */
+    bool gpu;                  /* on a CUDA device (events, deferred release) */
+    bool is_transfer;
+    pl_transfer *xfer;
+    int source_ordinal;        /* sources: 0, 1, ... in order of adding */
+    pl_edge *in;
+    pl_edge **out;
+    int nout, cap_out;
+    int max_batch;             /* effective (mode applied) */
+    bool ordered;              /* effective: d.ordered && threads > 1 */
+    int nthreads;
+
+    /* running */
+    pf_stage_ctx *w;           /* nthreads */
+    atomic_int active;         /* workers not finished */
+    atomic_int started;        /* workers that ran their start callback */
+    pf_mutex in_mu;            /* input side when shared by several workers */
+    pf_batcher *batcher;
+    int batch_cap;             /* requests the batcher may hold */
+    bool in_eos;
+    int64_t next_ticket;
+    pf_mutex ord_mu;
+    pf_cond ord_cv;
+    int64_t emit_turn;
+    pf_mutex src_mu;           /* sources: claims, seq, pacing */
+    int64_t claimed, next_seq, next_deadline, period_ns;
+
+    /* statistics */
+    atomic_uint_fast64_t items_in, items_out, errors, batches, busy_ns, transfers;
+    atomic_uint_fast64_t batch_hist[PF_STATS_MAX_BATCH + 1];
+    pf_histogram *lat;
+    _Atomic int64_t t_end;     /* 0 while running */
+};
+
+enum { PL_CREATED = 0, PL_RUNNING = 1, PL_FINISHED = 2 };
+
+typedef struct pl_alloc {
+    pf_device *dev;
+    pf_mem_domain domain;
+    pf_allocator *a;
+} pl_alloc;
+
+struct pf_pipeline {
+    char *name;
+    pf_pipeline_mode mode;
+    bool strict;
+    char *trace_path;
+    pf_clock clock;
+
+    pf_stage **stages;
+    int nstages, cap_stages, nsources;
+    pl_edge **edges;
+    int nedges, cap_edges;
+
+    pf_mutex mu;
+    pf_cond cv;                /* state changes, stop, pacing wake-ups */
+    int state;
+    bool broken;               /* a start failed half-way: no second try */
+    int stages_running;
+    pf_status status;          /* first error / cancel wins */
+    bool status_set;
+    char errmsg[1024];
+    atomic_int stopping;       /* error or cancel: unwind */
+    atomic_int cancel_flag;    /* set by cancel / cancel_async */
+    atomic_int edges_cancelled;
+    int64_t t_start, t_end;
+
+    pf_mutex join_mu;
+    bool joined;
+    pf_thread watcher;
+    bool watcher_started;
+
+    pf_tracer *tracer;
+    pf_histogram *e2e;
+    atomic_uint_fast64_t completed;
+
+    pl_alloc allocs[8];
+    int nallocs;
+
+    /* get_stats snapshot storage */
+    pf_stage_stats *snap_stages;
+    pf_edge_stats *snap_edges;
+    int snap_ns, snap_ne;
+};
+
+/* The pipeline's clock (injectable). */
+static inline int64_t pl_now(const pf_pipeline *p)
+{
+    return p->clock.now_ns ? p->clock.now_ns(p->clock.user) : pf_time_ns();
+}
+
+/* A memory location: host side (any host-addressable domain) or a device. */
+static inline bool pl_domain_is_host(pf_mem_domain d) { return d != PF_MEM_DEVICE; }
+
+/* Tests only: treat every stage as a GPU stage (ready events at emit,
+ * deferred release), so that logic also runs on CPU streams and events. */
+extern int pl_test_force_gpu_path;
+
+/* pipeline.c */
+/* Records the first error (or cancel) and unwinds everything; thread-safe.
+ * `msg` is the full message. */
+void pl_fail(pf_pipeline *p, pf_status status, const char *msg);
+/* Cancels every edge once (wakes all blocked workers). */
+void pl_stop_all(pf_pipeline *p);
+/* Called by the last worker of a stage. */
+void pl_stage_finished(pf_pipeline *p, pf_stage *s);
+pf_allocator *pl_get_allocator(pf_pipeline *p, pf_device *dev, pf_mem_domain domain);
+
+/* stage.c */
+pf_status pl_stage_prepare(pf_stage *s);   /* contexts, streams, events, batcher */
+void pl_stage_release(pf_stage *s);        /* after the workers are joined */
+void *pl_worker_main(void *arg);
+void pl_stage_wake(pf_stage *s);           /* wakes ordered waiters after a stop */
+/* Whether a part's buffer lives where the stage `accepts` (side and device). */
+bool pl_location_matches(const pf_buffer *buf, pf_mem_domain want, pf_device *want_dev);
+
+/* transfer.c */
+/* Creates the transfer state for an edge from `from` to `to`. */
+pf_status pl_transfer_create(pf_pipeline *p, pf_stage *from, pf_stage *to, pl_transfer **out);
+void pl_transfer_destroy(pl_transfer **t);
+pf_status pl_transfer_process(void *user, pf_stage_ctx *ctx, pf_item *items, int n);
+/* "h2d", "d2h" or "d2d" for the declared sides. */
+const char *pl_transfer_kind(const pf_stage *from, const pf_stage *to);
+/* Sets pool sizes once the consumer's effective settings are known. */
+void pl_transfer_configure(pl_transfer *t, int out_capacity, int consumer_hold);
+
+#endif
