@@ -49,13 +49,6 @@ static timing summarize(double *ns, int n)
 }
 
 static uint64_t rng = 0x853C49E6748FEA9Bull;
-static uint64_t next_rand(void)
-{
-    rng ^= rng >> 12;
-    rng ^= rng << 25;
-    rng ^= rng >> 27;
-    return rng * 0x2545F4914F6CDD1Dull;
-}
 
 /* Sizes for `n` iterations: fixed, or log-uniform in [4 KiB, 96 MiB]. */
 static void fill_sizes(size_t *sizes, int n, size_t fixed)
@@ -66,7 +59,7 @@ static void fill_sizes(size_t *sizes, int n, size_t fixed)
             sizes[i] = fixed;
             continue;
         }
-        double u = (double)(next_rand() >> 11) / 9007199254740992.0;
+        double u = (double)(bench_rand(&rng) >> 11) / 9007199254740992.0;
         double lo = 12.0, hi = 26.585; /* log2(4 KiB), log2(96 MiB) */
         sizes[i] = (size_t)exp2(lo + u * (hi - lo));
     }

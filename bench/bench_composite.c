@@ -33,38 +33,8 @@
 #define W 1920
 #define H 1080
 #define MASK 256
-#define COPY_BYTES ((size_t)256 << 20)
 
 static int fail(const char *what) { return bench_fail(PROG, what); }
-
-/* Triangle wave of period p (even) over 0..255, integer-exact. */
-static int tri(int t, int p) { return abs((t % p) - p / 2) * 510 / p; }
-
-static void fill_rgb(pf_frame *f, int variant)
-{
-    for (int y = 0; y < f->height; y++) {
-        uint8_t *row = f->data[0] + (size_t)y * f->stride[0];
-        for (int x = 0; x < f->width; x++) {
-            row[3 * x + 0] = (uint8_t)tri(x + 64 * variant, 512);
-            row[3 * x + 1] = (uint8_t)tri(y + 32 * variant, 256);
-            row[3 * x + 2] = (uint8_t)tri(x + 2 * y, variant ? 640 : 1536);
-        }
-    }
-}
-
-/* Y a triangle wave in 16..235, chroma in 16..240 (limited range). */
-static void fill_nv12(pf_frame *f)
-{
-    for (int y = 0; y < f->height; y++)
-        for (int x = 0; x < f->width; x++)
-            f->data[0][(size_t)y * f->stride[0] + x] = (uint8_t)(16 + tri(x + y, 512) * 219 / 255);
-    for (int y = 0; y < (f->height + 1) / 2; y++)
-        for (int x = 0; x < (f->width + 1) / 2; x++) {
-            uint8_t *uv = f->data[1] + (size_t)y * f->stride[1] + 2 * (size_t)x;
-            uv[0] = (uint8_t)(16 + tri(x, 256) * 224 / 255);
-            uv[1] = (uint8_t)(16 + tri(y, 128) * 224 / 255);
-        }
-}
 
 /* A soft ellipse (a person-like blob): 1 inside, 0 outside, a ramp of
  * about 1/8 of the radius between. Exact in float for the peer. */
@@ -90,36 +60,14 @@ typedef struct bench_case {
 
 int main(int argc, char **argv)
 {
-    int iters_given = 0;
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--iters")) iters_given = 1;
-    bench_args args = {.prog = PROG, .iters = 50, .max_iters = 100000,
+    bench_args args = {.prog = PROG, .iters = 50, .cpu_iters = 3, .max_iters = 100000,
                        .iters_help = "timed frames per case (default 50; 3 on the CPU)"};
-    pf_device *dev = NULL;
-    int rc = bench_start(argc, argv, &args, &dev);
+    bench_env env;
+    int rc = bench_open(argc, argv, &args, &env);
     if (rc >= 0) return rc;
-    const int is_cpu = pf_device_get_type(dev) == PF_DEVICE_CPU;
-    const int iters = iters_given ? args.iters : (is_cpu ? 3 : 50);
-    const int warm = is_cpu ? 1 : 5;
-    const int copy_iters = is_cpu ? 3 : 10;
-    const pf_device_props *props = pf_device_props_get(dev);
-
-    pf_stream_params sp = pf_stream_params_default();
-    sp.device = dev;
-    pf_stream *s = NULL;
-    if (pf_stream_create(&sp, &s) != PF_OK) return fail("pf_stream_create");
-    pf_event *e0 = NULL, *e1 = NULL;
-    if (pf_event_create(dev, &e0) != PF_OK || pf_event_create(dev, &e1) != PF_OK)
-        return fail("pf_event_create");
-    pf_ops_params op = pf_ops_params_default();
-    op.stream = s;
-    pf_ops *ops = NULL;
-    if (pf_ops_create(&op, &ops) != PF_OK) return fail("pf_ops_create");
-    pf_allocator_params ap = pf_allocator_params_default();
-    ap.device = dev;
-    ap.name = PROG;
-    pf_allocator *alloc = NULL;
-    if (pf_allocator_create(&ap, &alloc) != PF_OK) return fail("pf_allocator_create");
+    const int iters = args.iters;
+    const int warm = env.is_cpu ? 1 : 5;
+    const int copy_iters = env.is_cpu ? 3 : 10;
 
     /* Inputs: generated on the host, copied to the device once. */
     pf_frame h_rgb = {0}, h_img = {0}, h_nv = {0}, rgb = {0}, img = {0}, nv = {0};
@@ -127,26 +75,26 @@ int main(int argc, char **argv)
     if (pf_frame_alloc(&h_rgb, PF_PIXFMT_RGB24, W, H, NULL, NULL) != PF_OK ||
         pf_frame_alloc(&h_img, PF_PIXFMT_RGB24, W, H, NULL, NULL) != PF_OK ||
         pf_frame_alloc(&h_nv, PF_PIXFMT_NV12, W, H, NULL, NULL) != PF_OK ||
-        pf_frame_alloc(&rgb, PF_PIXFMT_RGB24, W, H, alloc, s) != PF_OK ||
-        pf_frame_alloc(&img, PF_PIXFMT_RGB24, W, H, alloc, s) != PF_OK ||
-        pf_frame_alloc(&nv, PF_PIXFMT_NV12, W, H, alloc, s) != PF_OK ||
-        pf_frame_alloc(&out_rgb, PF_PIXFMT_RGB24, W, H, alloc, s) != PF_OK ||
-        pf_frame_alloc(&out_nv, PF_PIXFMT_NV12, W, H, alloc, s) != PF_OK)
+        pf_frame_alloc(&rgb, PF_PIXFMT_RGB24, W, H, env.alloc, env.s) != PF_OK ||
+        pf_frame_alloc(&img, PF_PIXFMT_RGB24, W, H, env.alloc, env.s) != PF_OK ||
+        pf_frame_alloc(&nv, PF_PIXFMT_NV12, W, H, env.alloc, env.s) != PF_OK ||
+        pf_frame_alloc(&out_rgb, PF_PIXFMT_RGB24, W, H, env.alloc, env.s) != PF_OK ||
+        pf_frame_alloc(&out_nv, PF_PIXFMT_NV12, W, H, env.alloc, env.s) != PF_OK)
         return fail("frames");
-    fill_rgb(&h_rgb, 0);
-    fill_rgb(&h_img, 1);
-    fill_nv12(&h_nv);
-    if (pf_frame_copy_async(&rgb, &h_rgb, s) != PF_OK ||
-        pf_frame_copy_async(&img, &h_img, s) != PF_OK ||
-        pf_frame_copy_async(&nv, &h_nv, s) != PF_OK)
+    bench_fill_rgb(&h_rgb, 0);
+    bench_fill_rgb(&h_img, 1);
+    bench_fill_nv12(&h_nv, 1); /* limited range */
+    if (pf_frame_copy_async(&rgb, &h_rgb, env.s) != PF_OK ||
+        pf_frame_copy_async(&img, &h_img, env.s) != PF_OK ||
+        pf_frame_copy_async(&nv, &h_nv, env.s) != PF_OK)
         return fail("frame upload");
     pf_tensor h_mask = {0}, mask = {0};
     const int64_t mshape[4] = {1, 1, MASK, MASK};
     if (pf_tensor_alloc(&h_mask, PF_DTYPE_F32, 4, mshape, PF_LAYOUT_NCHW, NULL, NULL) != PF_OK ||
-        pf_tensor_alloc(&mask, PF_DTYPE_F32, 4, mshape, PF_LAYOUT_NCHW, alloc, s) != PF_OK)
+        pf_tensor_alloc(&mask, PF_DTYPE_F32, 4, mshape, PF_LAYOUT_NCHW, env.alloc, env.s) != PF_OK)
         return fail("mask");
     fill_mask(h_mask.data);
-    if (pf_memcpy_async(s, mask.data, h_mask.data, pf_tensor_nbytes(&h_mask)) != PF_OK)
+    if (pf_memcpy_async(env.s, mask.data, h_mask.data, pf_tensor_nbytes(&h_mask)) != PF_OK)
         return fail("mask upload");
 
     bench_case cases[] = {
@@ -169,13 +117,11 @@ int main(int argc, char **argv)
         pf_background bg = {.kind = bc->kind, .color = {0, 177, 64}, .blur_sigma = bc->sigma};
         if (bc->kind == PF_BG_IMAGE) bg.image = &img;
         for (int i = -warm; i < iters; i++) {
-            if (pf_event_record(e0, s) != PF_OK) return fail("pf_event_record");
-            if (pf_ops_composite(ops, in, &mask, &bg, out) != PF_OK)
-                return fail("pf_ops_composite");
-            if (pf_event_record(e1, s) != PF_OK) return fail("pf_event_record");
-            if (pf_event_synchronize(e1) != PF_OK) return fail("pf_event_synchronize");
             float ms = 0;
-            if (pf_event_elapsed_ms(e0, e1, &ms) != PF_OK) return fail("pf_event_elapsed_ms");
+            if ((rc = bench_timer_start(&env)) != 0) return rc;
+            if (pf_ops_composite(env.ops, in, &mask, &bg, out) != PF_OK)
+                return fail("pf_ops_composite");
+            if ((rc = bench_timer_stop(&env, &ms)) != 0) return rc;
             if (i >= 0) us[i] = 1e3 * ms;
         }
         bc->median_us = bench_median(us, iters);
@@ -187,7 +133,8 @@ int main(int argc, char **argv)
          * with the peer. */
         memset(&back, 0, sizeof back);
         if (pf_frame_alloc(&back, bc->fmt, W, H, NULL, NULL) != PF_OK ||
-            pf_frame_copy_async(&back, out, s) != PF_OK || pf_stream_synchronize(s) != PF_OK)
+            pf_frame_copy_async(&back, out, env.s) != PF_OK ||
+            pf_stream_synchronize(env.s) != PF_OK)
             return fail("output download");
         const int nch = yuv ? 1 : 3;
         for (int k = 0; k < 3; k++) bc->mean[k] = 0;
@@ -199,36 +146,17 @@ int main(int argc, char **argv)
         pf_frame_unref(&back);
     }
 
-    /* Copy bandwidth in the same run: device-to-device, read + write. */
-    pf_buffer *ca = NULL, *cb = NULL;
-    if (pf_allocator_alloc(alloc, COPY_BYTES, s, &ca) != PF_OK ||
-        pf_allocator_alloc(alloc, COPY_BYTES, s, &cb) != PF_OK)
-        return fail("copy buffers");
-    if (pf_memset_async(s, pf_buffer_data(ca), 0x5A, COPY_BYTES) != PF_OK)
-        return fail("pf_memset_async");
-    for (int i = -2; i < copy_iters; i++) {
-        if (pf_event_record(e0, s) != PF_OK ||
-            pf_memcpy_async(s, pf_buffer_data(cb), pf_buffer_data(ca), COPY_BYTES) != PF_OK ||
-            pf_event_record(e1, s) != PF_OK || pf_event_synchronize(e1) != PF_OK)
-            return fail("copy");
-        float ms = 0;
-        if (pf_event_elapsed_ms(e0, e1, &ms) != PF_OK) return fail("pf_event_elapsed_ms");
-        if (i >= 0) us[i] = 1e3 * ms;
-    }
-    const double copy_us = bench_median(us, copy_iters);
-    const double copy_gbps = 2.0 * (double)COPY_BYTES / (copy_us * 1e-6) / 1e9;
-    pf_buffer_unref(&ca);
-    pf_buffer_unref(&cb);
+    /* Copy bandwidth in the same run. */
+    double copy_gbps = 0;
+    if ((rc = bench_copy_bandwidth(&env, copy_iters, us, &copy_gbps)) != 0) return rc;
     for (int c = 0; c < ncases; c++)
-        cases[c].floor_us = (double)cases[c].bytes / (copy_gbps * 1e9) * 1e6;
+        cases[c].floor_us = bench_floor_s((double)cases[c].bytes, copy_gbps) * 1e6;
 
     if (args.json) {
-        printf("{\"bench\":\"composite\",\"impl\":\"pixflow\",\"device\":\"%s\",\"device_name\":\"",
-               pf_device_spec(dev));
-        bench_json_str(props->name);
-        printf("\",\"frame\":\"%dx%d\",\"mask\":\"f32 %dx%d\",\"iters\":%d,\"warmup\":%d,"
+        bench_json_begin(&env, "composite");
+        printf(",\"frame\":\"%dx%d\",\"mask\":\"f32 %dx%d\",\"iters\":%d,\"warmup\":%d,"
                "\"timing\":\"events\",\"copy_gbps\":%.2f,\"copy_bytes\":%zu,\"cases\":[",
-               W, H, MASK, MASK, iters, warm, copy_gbps, 2 * COPY_BYTES);
+               W, H, MASK, MASK, iters, warm, copy_gbps, 2 * BENCH_COPY_BYTES);
         for (int c = 0; c < ncases; c++) {
             const bench_case *bc = &cases[c];
             printf("%s{\"name\":\"%s\",\"median_us\":%.2f,\"min_us\":%.2f,\"bytes\":%zu,"
@@ -240,9 +168,8 @@ int main(int argc, char **argv)
         printf("]}\n");
     } else {
         printf("bench_composite on %s (%s): %dx%d frame, f32 %dx%d mask upsampled in the op\n",
-               pf_device_spec(dev), props->name, W, H, MASK, MASK);
-        printf("%d frames per case after %d warm-up, each alone between two events\n\n", iters,
-               warm);
+               pf_device_spec(env.dev), env.props->name, W, H, MASK, MASK);
+        bench_print_method(iters, "frames per case", warm);
         printf("%-22s %11s %11s %10s %10s %7s   %s\n", "case", "median us", "fastest us",
                "MB moved", "floor us", "share", "output mean (nv12: Y)");
         for (int c = 0; c < ncases; c++) {
@@ -251,9 +178,9 @@ int main(int argc, char **argv)
                    bc->median_us, bc->min_us, bc->bytes / 1e6, bc->floor_us,
                    100.0 * bc->floor_us / bc->median_us, bc->mean[0], bc->mean[1], bc->mean[2]);
         }
-        printf("\ncopy bandwidth (%s 256 MiB, read + write): %.1f GB/s\n",
-               is_cpu ? "host memcpy" : "device-to-device", copy_gbps);
-        printf("floor = (frame + mask + image read, output written) / copy bandwidth\n");
+        printf("\n");
+        bench_print_copy(&env, copy_gbps);
+        printf("\nfloor = (frame + mask + image read, output written) / copy bandwidth\n");
     }
 
     free(us);
@@ -267,10 +194,6 @@ int main(int argc, char **argv)
     pf_frame_unref(&h_rgb);
     pf_frame_unref(&h_img);
     pf_frame_unref(&h_nv);
-    pf_allocator_destroy(&alloc);
-    pf_ops_destroy(&ops);
-    pf_event_destroy(&e0);
-    pf_event_destroy(&e1);
-    pf_stream_destroy(&s);
+    bench_env_close(&env);
     return 0;
 }

@@ -38,7 +38,6 @@
 #define FH 1080
 #define CLASSES 21
 #define CLS 15
-#define COPY_BYTES ((size_t)256 << 20)
 
 static int fail(const char *what) { return bench_fail(PROG, what); }
 
@@ -103,36 +102,14 @@ static pf_status make(pf_tensor *t, pf_dtype dt, int ndim, const int64_t *shape,
 
 int main(int argc, char **argv)
 {
-    int iters_given = 0;
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--iters")) iters_given = 1;
-    bench_args args = {.prog = PROG, .iters = 50, .max_iters = 100000,
+    bench_args args = {.prog = PROG, .iters = 50, .cpu_iters = 5, .max_iters = 100000,
                        .iters_help = "timed frames per op; 5 on the CPU"};
-    pf_device *dev = NULL;
-    int rc = bench_start(argc, argv, &args, &dev);
+    bench_env env;
+    int rc = bench_open(argc, argv, &args, &env);
     if (rc >= 0) return rc;
-    const int is_cpu = pf_device_get_type(dev) == PF_DEVICE_CPU;
-    const int iters = iters_given ? args.iters : (is_cpu ? 5 : 50);
+    const int is_cpu = env.is_cpu, iters = args.iters;
     const int warm = is_cpu ? 1 : 5;
     const int copy_iters = is_cpu ? 3 : 10;
-    const pf_device_props *props = pf_device_props_get(dev);
-
-    pf_stream_params sp = pf_stream_params_default();
-    sp.device = dev;
-    pf_stream *s = NULL;
-    if (pf_stream_create(&sp, &s) != PF_OK) return fail("pf_stream_create");
-    pf_event *e0 = NULL, *e1 = NULL;
-    if (pf_event_create(dev, &e0) != PF_OK || pf_event_create(dev, &e1) != PF_OK)
-        return fail("pf_event_create");
-    pf_ops_params op = pf_ops_params_default();
-    op.stream = s;
-    pf_ops *ops = NULL;
-    if (pf_ops_create(&op, &ops) != PF_OK) return fail("pf_ops_create");
-    pf_allocator_params ap = pf_allocator_params_default();
-    ap.device = dev;
-    ap.name = PROG;
-    pf_allocator *alloc = NULL;
-    if (pf_allocator_create(&ap, &alloc) != PF_OK) return fail("pf_allocator_create");
 
     /* Host patterns, uploaded once. */
     const size_t px = (size_t)FW * FH;
@@ -157,29 +134,27 @@ int main(int argc, char **argv)
     memset(&t, 0, sizeof t);
     int64_t s4p[4] = {1, 1, FH, FW}, s4l[4] = {1, CLASSES, FH, FW}, s3[3] = {1, FH, FW},
             s2[2] = {FH, FW};
-    if (make(&t.prob, PF_DTYPE_F32, 4, s4p, PF_LAYOUT_NCHW, alloc, s, hprob) != PF_OK ||
-        make(&t.mask_u8, PF_DTYPE_U8, 4, s4p, PF_LAYOUT_NCHW, alloc, s, NULL) != PF_OK ||
-        make(&t.logits, PF_DTYPE_F16, 4, s4l, PF_LAYOUT_NCHW, alloc, s, hlog) != PF_OK ||
-        make(&t.labels, PF_DTYPE_U8, 3, s3, PF_LAYOUT_NONE, alloc, s, NULL) != PF_OK ||
-        make(&t.soft, PF_DTYPE_F32, 3, s3, PF_LAYOUT_NONE, alloc, s, NULL) != PF_OK ||
-        make(&t.state, PF_DTYPE_F32, 4, s4p, PF_LAYOUT_NCHW, alloc, s, hprob) != PF_OK ||
-        make(&t.feathered, PF_DTYPE_F32, 4, s4p, PF_LAYOUT_NCHW, alloc, s, NULL) != PF_OK ||
-        make(&t.bin, PF_DTYPE_U8, 2, s2, PF_LAYOUT_NONE, alloc, s, hbin) != PF_OK ||
-        make(&t.closed, PF_DTYPE_U8, 2, s2, PF_LAYOUT_NONE, alloc, s, NULL) != PF_OK)
+    if (make(&t.prob, PF_DTYPE_F32, 4, s4p, PF_LAYOUT_NCHW, env.alloc, env.s, hprob) != PF_OK ||
+        make(&t.mask_u8, PF_DTYPE_U8, 4, s4p, PF_LAYOUT_NCHW, env.alloc, env.s, NULL) != PF_OK ||
+        make(&t.logits, PF_DTYPE_F16, 4, s4l, PF_LAYOUT_NCHW, env.alloc, env.s, hlog) != PF_OK ||
+        make(&t.labels, PF_DTYPE_U8, 3, s3, PF_LAYOUT_NONE, env.alloc, env.s, NULL) != PF_OK ||
+        make(&t.soft, PF_DTYPE_F32, 3, s3, PF_LAYOUT_NONE, env.alloc, env.s, NULL) != PF_OK ||
+        make(&t.state, PF_DTYPE_F32, 4, s4p, PF_LAYOUT_NCHW, env.alloc, env.s, hprob) != PF_OK ||
+        make(&t.feathered, PF_DTYPE_F32, 4, s4p, PF_LAYOUT_NCHW, env.alloc, env.s, NULL) != PF_OK ||
+        make(&t.bin, PF_DTYPE_U8, 2, s2, PF_LAYOUT_NONE, env.alloc, env.s, hbin) != PF_OK ||
+        make(&t.closed, PF_DTYPE_U8, 2, s2, PF_LAYOUT_NONE, env.alloc, env.s, NULL) != PF_OK)
         return fail("tensors");
-    if (pf_stream_synchronize(s) != PF_OK) return fail("upload");
+    if (pf_stream_synchronize(env.s) != PF_OK) return fail("upload");
 
     double *ms = malloc(sizeof(double) * (size_t)(iters > copy_iters ? iters : copy_iters));
     if (!ms) return fail("host memory");
     double median_us[OP_COUNT], best_us[OP_COUNT];
     for (int o = 0; o < OP_COUNT; o++) {
         for (int i = -warm; i < iters; i++) {
-            if (pf_event_record(e0, s) != PF_OK) return fail("pf_event_record");
-            if (run_op(ops, (op_id)o, &t) != PF_OK) return fail(op_info[o].name);
-            if (pf_event_record(e1, s) != PF_OK) return fail("pf_event_record");
-            if (pf_event_synchronize(e1) != PF_OK) return fail("pf_event_synchronize");
             float v = 0;
-            if (pf_event_elapsed_ms(e0, e1, &v) != PF_OK) return fail("pf_event_elapsed_ms");
+            if ((rc = bench_timer_start(&env)) != 0) return rc;
+            if (run_op(env.ops, (op_id)o, &t) != PF_OK) return fail(op_info[o].name);
+            if ((rc = bench_timer_stop(&env, &v)) != 0) return rc;
             if (i >= 0) ms[i] = v;
         }
         median_us[o] = 1e3 * bench_median(ms, iters);
@@ -190,8 +165,9 @@ int main(int argc, char **argv)
      * pixels in the labels and in the closed mask. */
     uint8_t *hl = malloc(px), *hc = malloc(px);
     if (!hl || !hc) return fail("host memory");
-    if (pf_memcpy_async(s, hl, t.labels.data, px) != PF_OK ||
-        pf_memcpy_async(s, hc, t.closed.data, px) != PF_OK || pf_stream_synchronize(s) != PF_OK)
+    if (pf_memcpy_async(env.s, hl, t.labels.data, px) != PF_OK ||
+        pf_memcpy_async(env.s, hc, t.closed.data, px) != PF_OK ||
+        pf_stream_synchronize(env.s) != PF_OK)
         return fail("download");
     size_t person = 0, closed = 0;
     for (size_t i = 0; i < px; i++) {
@@ -199,41 +175,22 @@ int main(int argc, char **argv)
         closed += hc[i] == 255;
     }
 
-    /* Copy bandwidth in the same run: device-to-device, read + write. */
-    pf_buffer *ca = NULL, *cb = NULL;
-    if (pf_allocator_alloc(alloc, COPY_BYTES, s, &ca) != PF_OK ||
-        pf_allocator_alloc(alloc, COPY_BYTES, s, &cb) != PF_OK)
-        return fail("copy buffers");
-    if (pf_memset_async(s, pf_buffer_data(ca), 0x5A, COPY_BYTES) != PF_OK)
-        return fail("pf_memset_async");
-    for (int i = -2; i < copy_iters; i++) {
-        if (pf_event_record(e0, s) != PF_OK ||
-            pf_memcpy_async(s, pf_buffer_data(cb), pf_buffer_data(ca), COPY_BYTES) != PF_OK ||
-            pf_event_record(e1, s) != PF_OK || pf_event_synchronize(e1) != PF_OK)
-            return fail("copy");
-        float v = 0;
-        if (pf_event_elapsed_ms(e0, e1, &v) != PF_OK) return fail("pf_event_elapsed_ms");
-        if (i >= 0) ms[i] = v;
-    }
-    const double copy_ms = bench_median(ms, copy_iters);
-    const double copy_gbps = 2.0 * (double)COPY_BYTES / (copy_ms * 1e-3) / 1e9;
-    pf_buffer_unref(&ca);
-    pf_buffer_unref(&cb);
+    /* Copy bandwidth in the same run. */
+    double copy_gbps = 0;
+    if ((rc = bench_copy_bandwidth(&env, copy_iters, ms, &copy_gbps)) != 0) return rc;
 
     double floor_us[OP_COUNT], share[OP_COUNT];
     for (int o = 0; o < OP_COUNT; o++) {
-        floor_us[o] = op_info[o].bytes_per_px * (double)px / (copy_gbps * 1e9) * 1e6;
+        floor_us[o] = bench_floor_s(op_info[o].bytes_per_px * (double)px, copy_gbps) * 1e6;
         share[o] = floor_us[o] / median_us[o];
     }
 
     if (args.json) {
-        printf("{\"bench\":\"mask\",\"impl\":\"pixflow\",\"device\":\"%s\",\"device_name\":\"",
-               pf_device_spec(dev));
-        bench_json_str(props->name);
-        printf("\",\"frame\":\"%dx%d\",\"iters\":%d,\"warmup\":%d,\"timing\":\"events\","
+        bench_json_begin(&env, "mask");
+        printf(",\"frame\":\"%dx%d\",\"iters\":%d,\"warmup\":%d,\"timing\":\"events\","
                "\"copy_gbps\":%.2f,\"copy_bytes\":%zu,\"person_fraction\":%.4f,"
                "\"closed_fraction\":%.4f,\"ops\":[",
-               FW, FH, iters, warm, copy_gbps, 2 * COPY_BYTES, (double)person / px,
+               FW, FH, iters, warm, copy_gbps, 2 * BENCH_COPY_BYTES, (double)person / px,
                (double)closed / px);
         for (int o = 0; o < OP_COUNT; o++)
             printf("%s{\"op\":\"%s\",\"median_us\":%.2f,\"min_us\":%.2f,\"bytes\":%.0f,"
@@ -242,19 +199,18 @@ int main(int argc, char **argv)
                    op_info[o].bytes_per_px * (double)px, floor_us[o], share[o]);
         printf("]}\n");
     } else {
-        printf("bench_mask on %s (%s): %dx%d frames, one per call\n", pf_device_spec(dev),
-               props->name, FW, FH);
-        printf("%d frames per op after %d warm-up, each alone between two events\n\n", iters,
-               warm);
+        printf("bench_mask on %s (%s): %dx%d frames, one per call\n", pf_device_spec(env.dev),
+               env.props->name, FW, FH);
+        bench_print_method(iters, "frames per op", warm);
         printf("%-32s %10s %10s %9s %10s %6s\n", "", "us/frame", "fastest", "MB moved",
                 "floor us", "share");
         for (int o = 0; o < OP_COUNT; o++)
             printf("%-32s %10.1f %10.1f %9.1f %10.1f %5.1f%%\n", op_info[o].label, median_us[o],
                    best_us[o], op_info[o].bytes_per_px * (double)px / 1e6, floor_us[o],
                    100.0 * share[o]);
-        printf("\ncopy bandwidth (%s 256 MiB, read + write): %.1f GB/s\n",
-               is_cpu ? "host memcpy" : "device-to-device", copy_gbps);
-        printf("floor = bytes moved (inputs read once, outputs written once) / copy bandwidth\n");
+        printf("\n");
+        bench_print_copy(&env, copy_gbps);
+        printf("\nfloor = bytes moved (inputs read once, outputs written once) / copy bandwidth\n");
         printf("labels: %.1f%% class %d; closed mask: %.1f%% set\n", 100.0 * person / px, CLS,
                100.0 * closed / px);
     }
@@ -268,10 +224,6 @@ int main(int argc, char **argv)
     pf_tensor *all[] = {&t.prob, &t.mask_u8, &t.logits, &t.labels, &t.soft,
                         &t.state, &t.feathered, &t.bin, &t.closed};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) pf_tensor_unref(all[i]);
-    pf_allocator_destroy(&alloc);
-    pf_ops_destroy(&ops);
-    pf_event_destroy(&e0);
-    pf_event_destroy(&e1);
-    pf_stream_destroy(&s);
+    bench_env_close(&env);
     return 0;
 }

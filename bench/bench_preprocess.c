@@ -60,7 +60,6 @@
 #define DST 512
 #define POOL 64
 #define PER_SAMPLE 32 /* frames per timed sample */
-#define COPY_BYTES ((size_t)256 << 20)
 #define BUSY_BYTES ((size_t)64 << 20)
 
 static const int batches[] = {1, 8, 32};
@@ -91,13 +90,6 @@ static int taps_touched(int c, int r)
 }
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint64_t next_rand(void)
-{
-    rng ^= rng >> 12;
-    rng ^= rng << 25;
-    rng ^= rng >> 27;
-    return rng * 0x2545F4914F6CDD1Dull;
-}
 
 static int half_order(uint16_t h) { return (h & 0x8000u) ? -(int)(h & 0x7FFFu) : (int)h; }
 
@@ -107,33 +99,16 @@ typedef struct result {
 
 int main(int argc, char **argv)
 {
-    int iters_given = 0;
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--iters")) iters_given = 1;
-    bench_args args = {.prog = PROG, .iters = 50, .max_iters = 100000,
+    bench_args args = {.prog = PROG, .iters = 50, .cpu_iters = 5, .max_iters = 100000,
                        .iters_help = "timed samples of 32 frames per batch size (default 50 on a "
                                      "GPU, 5 on the CPU)"};
-    pf_device *dev = NULL;
-    int rc = bench_start(argc, argv, &args, &dev);
+    bench_env env;
+    int rc = bench_open(argc, argv, &args, &env);
     if (rc >= 0) return rc;
-    const int is_cpu = pf_device_get_type(dev) == PF_DEVICE_CPU;
-    const int iters = iters_given ? args.iters : (is_cpu ? 5 : 50);
+    const int is_cpu = env.is_cpu, iters = args.iters;
     const int warm = is_cpu ? 1 : 3;
-    const pf_device_props *props = pf_device_props_get(dev);
-
-    pf_stream_params sp = pf_stream_params_default();
-    sp.device = dev;
-    pf_stream *s = NULL, *hs = NULL;
-    if (pf_stream_create(&sp, &s) != PF_OK || pf_stream_create(NULL, &hs) != PF_OK)
-        return fail("pf_stream_create");
-    pf_event *e0 = NULL, *e1 = NULL;
-    if (pf_event_create(dev, &e0) != PF_OK || pf_event_create(dev, &e1) != PF_OK)
-        return fail("pf_event_create");
-    pf_allocator_params ap = pf_allocator_params_default();
-    ap.device = dev;
-    ap.name = PROG;
-    pf_allocator *alloc = NULL;
-    if (pf_allocator_create(&ap, &alloc) != PF_OK) return fail("pf_allocator_create");
+    pf_stream *hs = NULL; /* the host stream of the reference check */
+    if (pf_stream_create(NULL, &hs) != PF_OK) return fail("pf_stream_create");
 
     /* Inputs: random host frames, copied to the device. */
     static pf_frame host[POOL], frames[POOL];
@@ -143,31 +118,27 @@ int main(int argc, char **argv)
         for (int y = 0; y < SRC_H; y++) {
             uint8_t *row = host[i].data[0] + (size_t)y * host[i].stride[0];
             for (int x = 0; x < SRC_W * 3; x += 8) {
-                uint64_t r = next_rand();
+                uint64_t r = bench_rand(&rng);
                 memcpy(row + x, &r, 8); /* SRC_W * 3 is a multiple of 8 */
             }
         }
-        if (pf_frame_alloc(&frames[i], PF_PIXFMT_BGR24, SRC_W, SRC_H, alloc, s) != PF_OK)
+        if (pf_frame_alloc(&frames[i], PF_PIXFMT_BGR24, SRC_W, SRC_H, env.alloc, env.s) != PF_OK)
             return fail("device frame");
-        if (pf_frame_copy_async(&frames[i], &host[i], s) != PF_OK) return fail("frame upload");
+        if (pf_frame_copy_async(&frames[i], &host[i], env.s) != PF_OK) return fail("frame upload");
     }
     pf_tensor out = {0};
     int64_t shape[4] = {PER_SAMPLE, 3, DST, DST};
-    if (pf_tensor_alloc(&out, PF_DTYPE_F16, 4, shape, PF_LAYOUT_NCHW, alloc, s) != PF_OK)
+    if (pf_tensor_alloc(&out, PF_DTYPE_F16, 4, shape, PF_LAYOUT_NCHW, env.alloc, env.s) != PF_OK)
         return fail("output tensor");
-    pf_buffer *ca = NULL, *cb = NULL;
-    if (pf_allocator_alloc(alloc, COPY_BYTES, s, &ca) != PF_OK ||
-        pf_allocator_alloc(alloc, COPY_BYTES, s, &cb) != PF_OK)
+    pf_buffer *ca = NULL, *cb = NULL; /* ca also keeps the GPU busy before each sample */
+    if (pf_allocator_alloc(env.alloc, BENCH_COPY_BYTES, env.s, &ca) != PF_OK ||
+        pf_allocator_alloc(env.alloc, BENCH_COPY_BYTES, env.s, &cb) != PF_OK)
         return fail("copy buffers");
-    if (pf_memset_async(s, pf_buffer_data(ca), 1, COPY_BYTES) != PF_OK ||
-        pf_memset_async(s, pf_buffer_data(cb), 2, COPY_BYTES) != PF_OK ||
-        pf_stream_synchronize(s) != PF_OK)
+    if (pf_memset_async(env.s, pf_buffer_data(ca), 1, BENCH_COPY_BYTES) != PF_OK ||
+        pf_memset_async(env.s, pf_buffer_data(cb), 2, BENCH_COPY_BYTES) != PF_OK ||
+        pf_stream_synchronize(env.s) != PF_OK)
         return fail("copy buffer init");
 
-    pf_ops_params op = pf_ops_params_default();
-    op.stream = s;
-    pf_ops *ops = NULL;
-    if (pf_ops_create(&op, &ops) != PF_OK) return fail("pf_ops_create");
     pf_preprocess_params pp = pf_preprocess_params_default();
     pp.interp = PF_INTERP_BILINEAR;
     const float mean[3] = {0.485f, 0.456f, 0.406f}, stdv[3] = {0.229f, 0.224f, 0.225f};
@@ -178,18 +149,10 @@ int main(int argc, char **argv)
     if (!samples) return fail("samples");
 
     /* Device copy bandwidth. */
-    const int copy_iters = 10;
-    for (int i = -2; i < copy_iters; i++) {
-        float ms = 0;
-        if (pf_event_record(e0, s) != PF_OK ||
-            pf_memcpy_async(s, pf_buffer_data(cb), pf_buffer_data(ca), COPY_BYTES) != PF_OK ||
-            pf_event_record(e1, s) != PF_OK || pf_event_synchronize(e1) != PF_OK ||
-            pf_event_elapsed_ms(e0, e1, &ms) != PF_OK)
-            return fail("copy");
-        if (i >= 0) samples[i] = ms;
-    }
-    const double copy_ms = bench_median(samples, copy_iters);
-    const double copy_gbps = 2.0 * (double)COPY_BYTES / (copy_ms * 1e-3) / 1e9;
+    double copy_ms = 0, copy_gbps = 0;
+    rc = bench_time_copies(&env, pf_buffer_data(cb), pf_buffer_data(ca), 10, samples, &copy_ms,
+                           &copy_gbps);
+    if (rc != 0) return rc;
 
     /* Preprocess. */
     result res[NB];
@@ -199,21 +162,20 @@ int main(int argc, char **argv)
         pf_tensor dst = {0};
         if (pf_tensor_slice(&dst, &out, 0, 0, n) != PF_OK) return fail("pf_tensor_slice");
         for (int it = -warm; it < iters; it++) {
-            if (!is_cpu && pf_memset_async(s, pf_buffer_data(ca), it & 0xFF, BUSY_BYTES) != PF_OK)
+            if (!is_cpu &&
+                pf_memset_async(env.s, pf_buffer_data(ca), it & 0xFF, BUSY_BYTES) != PF_OK)
                 return fail("busy memset");
-            if (pf_event_record(e0, s) != PF_OK) return fail("pf_event_record");
+            if ((rc = bench_timer_start(&env)) != 0) return rc;
             for (int r = 0; r < reps; r++) {
                 const pf_frame *srcs[PER_SAMPLE];
                 check_frame = pos;
                 for (int j = 0; j < n; j++) srcs[j] = &frames[(pos + j) % POOL];
                 pos = (pos + n) % POOL;
-                if (pf_ops_preprocess(ops, srcs, NULL, n, &dst, &pp, NULL) != PF_OK)
+                if (pf_ops_preprocess(env.ops, srcs, NULL, n, &dst, &pp, NULL) != PF_OK)
                     return fail("pf_ops_preprocess");
             }
             float ms = 0;
-            if (pf_event_record(e1, s) != PF_OK || pf_event_synchronize(e1) != PF_OK ||
-                pf_event_elapsed_ms(e0, e1, &ms) != PF_OK)
-                return fail("events");
+            if ((rc = bench_timer_stop(&env, &ms)) != 0) return rc;
             if (it >= 0) samples[it] = ms * 1e3 / PER_SAMPLE;
         }
         res[b].median_us = bench_median(samples, iters);
@@ -229,7 +191,8 @@ int main(int argc, char **argv)
     int64_t rshape[4] = {1, 3, DST, DST};
     if (!got || pf_tensor_alloc(&ref, PF_DTYPE_F16, 4, rshape, PF_LAYOUT_NCHW, NULL, NULL) != PF_OK)
         return fail("check buffers");
-    if (pf_memcpy_async(s, got, out.data, nvals * 2) != PF_OK || pf_stream_synchronize(s) != PF_OK)
+    if (pf_memcpy_async(env.s, got, out.data, nvals * 2) != PF_OK ||
+        pf_stream_synchronize(env.s) != PF_OK)
         return fail("output download");
     pf_ops_params rp = pf_ops_params_default();
     rp.stream = hs;
@@ -251,10 +214,8 @@ int main(int argc, char **argv)
     const int cols = taps_touched(DST, SRC_W), rows = taps_touched(DST, SRC_H);
     const double min_bytes = (double)cols * rows * 3 + (double)DST * DST * 3 * 2;
     if (args.json) {
-        printf("{\"bench\":\"preprocess\",\"impl\":\"pixflow\",\"device\":\"%s\",\"device_name\":\"",
-               pf_device_spec(dev));
-        bench_json_str(props->name);
-        printf("\",\"case\":\"1920x1080 bgr24 -> [N,3,512,512] f16 nchw rgb, bilinear, imagenet "
+        bench_json_begin(&env, "preprocess");
+        printf(",\"case\":\"1920x1080 bgr24 -> [N,3,512,512] f16 nchw rgb, bilinear, imagenet "
                "mean/std\",\"iters\":%d,\"warmup\":%d,\"frames_per_sample\":%d,\"pool_frames\":%d,"
                "\"copy_gbps\":%.1f,\"spec_bytes_per_frame\":%.0f,\"min_taps_bytes_per_frame\":%.0f,"
                "\"check_bad_values\":%ld,\"cases\":[",
@@ -272,7 +233,7 @@ int main(int argc, char **argv)
     } else {
         printf("bench_preprocess on %s (%s): 1920x1080 bgr24 -> [N,3,512,512] f16 nchw rgb, "
                "bilinear, ImageNet mean/std\n",
-               pf_device_spec(dev), props->name);
+               pf_device_spec(env.dev), env.props->name);
         printf("%d samples of %d frames per batch size after %d warm-up; %d distinct input "
                "frames in rotation\n",
                iters, PER_SAMPLE, warm, POOL);
@@ -303,7 +264,6 @@ int main(int argc, char **argv)
     free(samples);
     pf_tensor_unref(&ref);
     pf_ops_destroy(&rops);
-    pf_ops_destroy(&ops);
     pf_tensor_unref(&out);
     pf_buffer_unref(&ca);
     pf_buffer_unref(&cb);
@@ -311,11 +271,7 @@ int main(int argc, char **argv)
         pf_frame_unref(&frames[i]);
         pf_frame_unref(&host[i]);
     }
-    pf_stream_synchronize(s);
-    pf_allocator_destroy(&alloc);
-    pf_event_destroy(&e0);
-    pf_event_destroy(&e1);
-    pf_stream_destroy(&s);
+    bench_env_close(&env);
     pf_stream_destroy(&hs);
     if (bad) {
         fprintf(stderr, PROG ": %ld output values differ from the C reference\n", bad);

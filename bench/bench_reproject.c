@@ -34,27 +34,9 @@
 #define NVIEWS 8
 #define VIEW_W 1920
 #define VIEW_H 1080
-#define COPY_BYTES ((size_t)256 << 20)
 #define CENTRE 64 /* side of the centre square whose mean is printed */
 
 static int fail(const char *what) { return bench_fail(PROG, what); }
-
-/* Triangle wave of period p (even) over 0..255, integer-exact. */
-static int tri(int t, int p) { return abs((t % p) - p / 2) * 510 / p; }
-
-/* R, G, B periods divide the width, so the pattern is continuous across the
- * longitude wrap; bench/peer_torch_reproject.py computes the same. */
-static void fill_pattern(pf_frame *f)
-{
-    for (int y = 0; y < f->height; y++) {
-        uint8_t *row = f->data[0] + (size_t)y * f->stride[0];
-        for (int x = 0; x < f->width; x++) {
-            row[3 * x + 0] = (uint8_t)tri(x, 512);
-            row[3 * x + 1] = (uint8_t)tri(y, 256);
-            row[3 * x + 2] = (uint8_t)tri(x + 2 * y, 1536);
-        }
-    }
-}
 
 /* Source pixels read by bilinear taps of all views (host, same mapping). */
 static size_t touched_pixels(const pf_view *views, int n)
@@ -86,51 +68,29 @@ static size_t touched_pixels(const pf_view *views, int n)
 
 int main(int argc, char **argv)
 {
-    int iters_given = 0;
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--iters")) iters_given = 1;
-    bench_args args = {.prog = PROG, .iters = 20, .max_iters = 100000,
+    bench_args args = {.prog = PROG, .iters = 20, .cpu_iters = 3, .max_iters = 100000,
                        .iters_help = "timed images (default 20; 3 on the CPU)"};
-    pf_device *dev = NULL;
-    int rc = bench_start(argc, argv, &args, &dev);
+    bench_env env;
+    int rc = bench_open(argc, argv, &args, &env);
     if (rc >= 0) return rc;
-    const int is_cpu = pf_device_get_type(dev) == PF_DEVICE_CPU;
-    const int iters = iters_given ? args.iters : (is_cpu ? 3 : 20);
-    const int warm = is_cpu ? 1 : 3;
-    const int copy_iters = is_cpu ? 3 : 10;
-    const pf_device_props *props = pf_device_props_get(dev);
-
-    pf_stream_params sp = pf_stream_params_default();
-    sp.device = dev;
-    pf_stream *s = NULL;
-    if (pf_stream_create(&sp, &s) != PF_OK) return fail("pf_stream_create");
-    pf_event *e0 = NULL, *e1 = NULL;
-    if (pf_event_create(dev, &e0) != PF_OK || pf_event_create(dev, &e1) != PF_OK)
-        return fail("pf_event_create");
-    pf_ops_params op = pf_ops_params_default();
-    op.stream = s;
-    pf_ops *ops = NULL;
-    if (pf_ops_create(&op, &ops) != PF_OK) return fail("pf_ops_create");
-    pf_allocator_params ap = pf_allocator_params_default();
-    ap.device = dev;
-    ap.name = PROG;
-    pf_allocator *alloc = NULL;
-    if (pf_allocator_create(&ap, &alloc) != PF_OK) return fail("pf_allocator_create");
+    const int iters = args.iters;
+    const int warm = env.is_cpu ? 1 : 3;
+    const int copy_iters = env.is_cpu ? 3 : 10;
 
     /* Source: generated on the host, copied to the device once. */
     pf_frame hsrc = {0}, src = {0}, dst[NVIEWS], centre = {0};
     pf_frame *dsts[NVIEWS];
     if (pf_frame_alloc(&hsrc, PF_PIXFMT_RGB24, SRC_W, SRC_H, NULL, NULL) != PF_OK ||
-        pf_frame_alloc(&src, PF_PIXFMT_RGB24, SRC_W, SRC_H, alloc, s) != PF_OK)
+        pf_frame_alloc(&src, PF_PIXFMT_RGB24, SRC_W, SRC_H, env.alloc, env.s) != PF_OK)
         return fail("source frames");
-    fill_pattern(&hsrc);
-    if (pf_frame_copy_async(&src, &hsrc, s) != PF_OK) return fail("source upload");
+    bench_fill_rgb(&hsrc, 0); /* periods dividing SRC_W: continuous across the wrap */
+    if (pf_frame_copy_async(&src, &hsrc, env.s) != PF_OK) return fail("source upload");
     pf_view views[NVIEWS];
     for (int v = 0; v < NVIEWS; v++) {
         views[v] = (pf_view){.yaw = 45.0f * v, .pitch = 0, .roll = 0, .fov = 90,
                              .width = VIEW_W, .height = VIEW_H};
         memset(&dst[v], 0, sizeof dst[v]);
-        if (pf_frame_alloc(&dst[v], PF_PIXFMT_RGB24, VIEW_W, VIEW_H, alloc, s) != PF_OK)
+        if (pf_frame_alloc(&dst[v], PF_PIXFMT_RGB24, VIEW_W, VIEW_H, env.alloc, env.s) != PF_OK)
             return fail("view frames");
         dsts[v] = &dst[v];
     }
@@ -138,13 +98,12 @@ int main(int argc, char **argv)
     double *ms = malloc(sizeof(double) * (size_t)(iters > copy_iters ? iters : copy_iters));
     if (!ms) return fail("host memory");
     for (int i = -warm; i < iters; i++) {
-        if (pf_event_record(e0, s) != PF_OK) return fail("pf_event_record");
-        if (pf_ops_equirect_to_views(ops, &src, views, dsts, NVIEWS, PF_INTERP_BILINEAR) != PF_OK)
-            return fail("pf_ops_equirect_to_views");
-        if (pf_event_record(e1, s) != PF_OK) return fail("pf_event_record");
-        if (pf_event_synchronize(e1) != PF_OK) return fail("pf_event_synchronize");
         float t = 0;
-        if (pf_event_elapsed_ms(e0, e1, &t) != PF_OK) return fail("pf_event_elapsed_ms");
+        if ((rc = bench_timer_start(&env)) != 0) return rc;
+        if (pf_ops_equirect_to_views(env.ops, &src, views, dsts, NVIEWS, PF_INTERP_BILINEAR) !=
+            PF_OK)
+            return fail("pf_ops_equirect_to_views");
+        if ((rc = bench_timer_stop(&env, &t)) != 0) return rc;
         if (i >= 0) ms[i] = t;
     }
     const double median = bench_median(ms, iters), best = ms[0];
@@ -152,7 +111,8 @@ int main(int argc, char **argv)
     /* View 0's centre square, for comparison with the peer. */
     double mean[3] = {0, 0, 0};
     if (pf_frame_alloc(&centre, PF_PIXFMT_RGB24, VIEW_W, VIEW_H, NULL, NULL) != PF_OK ||
-        pf_frame_copy_async(&centre, &dst[0], s) != PF_OK || pf_stream_synchronize(s) != PF_OK)
+        pf_frame_copy_async(&centre, &dst[0], env.s) != PF_OK ||
+        pf_stream_synchronize(env.s) != PF_OK)
         return fail("view download");
     for (int y = (VIEW_H - CENTRE) / 2; y < (VIEW_H + CENTRE) / 2; y++)
         for (int x = (VIEW_W - CENTRE) / 2; x < (VIEW_W + CENTRE) / 2; x++)
@@ -160,39 +120,20 @@ int main(int argc, char **argv)
                 mean[c] += centre.data[0][(size_t)y * centre.stride[0] + (size_t)x * 3 + c];
     for (int c = 0; c < 3; c++) mean[c] /= CENTRE * CENTRE;
 
-    /* Copy bandwidth in the same run: device-to-device, read + write. */
-    pf_buffer *ca = NULL, *cb = NULL;
-    if (pf_allocator_alloc(alloc, COPY_BYTES, s, &ca) != PF_OK ||
-        pf_allocator_alloc(alloc, COPY_BYTES, s, &cb) != PF_OK)
-        return fail("copy buffers");
-    if (pf_memset_async(s, pf_buffer_data(ca), 0x5A, COPY_BYTES) != PF_OK)
-        return fail("pf_memset_async");
-    for (int i = -2; i < copy_iters; i++) {
-        if (pf_event_record(e0, s) != PF_OK ||
-            pf_memcpy_async(s, pf_buffer_data(cb), pf_buffer_data(ca), COPY_BYTES) != PF_OK ||
-            pf_event_record(e1, s) != PF_OK || pf_event_synchronize(e1) != PF_OK)
-            return fail("copy");
-        float t = 0;
-        if (pf_event_elapsed_ms(e0, e1, &t) != PF_OK) return fail("pf_event_elapsed_ms");
-        if (i >= 0) ms[i] = t;
-    }
-    const double copy_ms = bench_median(ms, copy_iters);
-    const double copy_gbps = 2.0 * (double)COPY_BYTES / (copy_ms * 1e-3) / 1e9;
-    pf_buffer_unref(&ca);
-    pf_buffer_unref(&cb);
+    /* Copy bandwidth in the same run. */
+    double copy_gbps = 0;
+    if ((rc = bench_copy_bandwidth(&env, copy_iters, ms, &copy_gbps)) != 0) return rc;
 
     const size_t written = (size_t)NVIEWS * VIEW_W * VIEW_H * 3;
     const size_t whole = (size_t)SRC_W * SRC_H * 3;
     const size_t touched = touched_pixels(views, NVIEWS) * 3;
-    const double floor_ms = (double)(written + touched) / (copy_gbps * 1e9) * 1e3;
-    const double floor_whole_ms = (double)(written + whole) / (copy_gbps * 1e9) * 1e3;
+    const double floor_ms = bench_floor_s((double)(written + touched), copy_gbps) * 1e3;
+    const double floor_whole_ms = bench_floor_s((double)(written + whole), copy_gbps) * 1e3;
     const double share = floor_ms / median;
 
     if (args.json) {
-        printf("{\"bench\":\"reproject\",\"impl\":\"pixflow\",\"device\":\"%s\",\"device_name\":\"",
-               pf_device_spec(dev));
-        bench_json_str(props->name);
-        printf("\",\"src\":\"%dx%d rgb24\",\"views\":%d,\"view\":\"%dx%d\",\"fov\":90,"
+        bench_json_begin(&env, "reproject");
+        printf(",\"src\":\"%dx%d rgb24\",\"views\":%d,\"view\":\"%dx%d\",\"fov\":90,"
                "\"interp\":\"bilinear\",\"iters\":%d,\"warmup\":%d,\"timing\":\"events\","
                "\"median_ms\":%.4f,\"min_ms\":%.4f,\"bytes_written\":%zu,"
                "\"bytes_read_whole_source\":%zu,\"bytes_read_touched\":%zu,"
@@ -200,13 +141,13 @@ int main(int argc, char **argv)
                "\"floor_whole_source_ms\":%.4f,\"share_of_copy_bandwidth\":%.4f,"
                "\"view0_centre_mean\":[%.3f,%.3f,%.3f]}\n",
                SRC_W, SRC_H, NVIEWS, VIEW_W, VIEW_H, iters, warm, median, best, written, whole,
-               touched, copy_gbps, 2 * COPY_BYTES, floor_ms, floor_whole_ms, share, mean[0],
+               touched, copy_gbps, 2 * BENCH_COPY_BYTES, floor_ms, floor_whole_ms, share, mean[0],
                mean[1], mean[2]);
     } else {
         printf("bench_reproject on %s (%s): %dx%d rgb24 -> %d views %dx%d (yaw 0..315 step 45, "
                "fov 90), bilinear\n",
-               pf_device_spec(dev), props->name, SRC_W, SRC_H, NVIEWS, VIEW_W, VIEW_H);
-        printf("%d images after %d warm-up, each alone between two events\n\n", iters, warm);
+               pf_device_spec(env.dev), env.props->name, SRC_W, SRC_H, NVIEWS, VIEW_W, VIEW_H);
+        bench_print_method(iters, "images", warm);
         printf("%-34s %10s\n", "", "ms/image");
         printf("%-34s %10.3f\n", "median", median);
         printf("%-34s %10.3f\n", "fastest", best);
@@ -214,13 +155,12 @@ int main(int argc, char **argv)
         printf("%-34s %10.3f\n", "floor (written + whole source)", floor_whole_ms);
         printf("\nbytes: written %.1f MB, source %.1f MB whole / %.1f MB touched by the views\n",
                written / 1e6, whole / 1e6, touched / 1e6);
-        printf("copy bandwidth (%s 256 MiB, read + write): %.1f GB/s\n",
-               is_cpu ? "host memcpy" : "device-to-device", copy_gbps);
-        printf("view 0 centre %dx%d mean: %.3f %.3f %.3f\n", CENTRE, CENTRE, mean[0], mean[1],
+        bench_print_copy(&env, copy_gbps);
+        printf("\nview 0 centre %dx%d mean: %.3f %.3f %.3f\n", CENTRE, CENTRE, mean[0], mean[1],
                mean[2]);
         printf("bench_reproject: %.3f ms/image median on %s, floor %.3f ms: %.0f%% of copy "
                "bandwidth\n",
-               median, pf_device_spec(dev), floor_ms, 100.0 * share);
+               median, pf_device_spec(env.dev), floor_ms, 100.0 * share);
     }
 
     free(ms);
@@ -228,10 +168,6 @@ int main(int argc, char **argv)
     for (int v = 0; v < NVIEWS; v++) pf_frame_unref(&dst[v]);
     pf_frame_unref(&src);
     pf_frame_unref(&hsrc);
-    pf_allocator_destroy(&alloc);
-    pf_ops_destroy(&ops);
-    pf_event_destroy(&e0);
-    pf_event_destroy(&e1);
-    pf_stream_destroy(&s);
+    bench_env_close(&env);
     return 0;
 }

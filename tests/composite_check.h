@@ -2,14 +2,15 @@
  * tests/cuda/test_cuda_composite.c share - random frames with padded strides
  * and odd offsets, masks of every accepted shape, random compositing cases
  * covering every frame format x output format x background kind, and a
- * byte comparison of two output frames that says where they first differ.
+ * byte comparison of two output frames that says where they first differ
+ * (on top of ops_test_util.h).
  *
  * Header-only (static inline), like preprocess_check.h; CMake globs
  * tests/test_*.c as tests and leaves this file alone. */
 #ifndef PF_COMPOSITE_CHECK_H
 #define PF_COMPOSITE_CHECK_H
 
-#include "pf_test.h"
+#include "ops_test_util.h"
 
 static const pf_pixfmt cc_in_formats[] = {PF_PIXFMT_RGB24, PF_PIXFMT_BGR24, PF_PIXFMT_RGBA,
                                           PF_PIXFMT_NV12, PF_PIXFMT_I420};
@@ -24,23 +25,7 @@ static const pf_pixfmt cc_out_formats[] = {PF_PIXFMT_RGB24, PF_PIXFMT_BGR24, PF_
 static inline pf_status cc_make_frame(pf_frame *f, pf_pixfmt fmt, int w, int h, int pad_max,
                                       size_t offset)
 {
-    size_t strides[PF_FRAME_MAX_PLANES] = {0}, total = offset;
-    for (int p = 0; p < pf_pixfmt_num_planes(fmt); p++) {
-        size_t row, rows;
-        pf_status st = pf_pixfmt_plane_size(fmt, w, h, p, &row, &rows);
-        if (st != PF_OK) return st;
-        strides[p] = row + (size_t)(pad_max ? pf_test_rand_range(0, pad_max) : 0);
-        total += strides[p] * rows;
-    }
-    pf_buffer *b = NULL;
-    pf_status st = pf_buffer_alloc_host(total, &b);
-    if (st != PF_OK) return st;
-    uint8_t *d = pf_buffer_data(b);
-    for (size_t i = 0; i < total; i++) d[i] = (uint8_t)pf_test_rand();
-    memset(f, 0, sizeof *f);
-    st = pf_frame_wrap(f, fmt, w, h, b, offset, strides);
-    pf_buffer_unref(&b);
-    return st;
+    return otu_make_frame(f, fmt, w, h, pad_max, offset, OTU_RANDOM);
 }
 
 /* Mask values: random, all-ones, all-zeros, or a smooth ramp with saturated
@@ -166,6 +151,23 @@ static inline pf_status cc_random_case(cc_case *c, pf_pixfmt in, pf_pixfmt out, 
         c->bg.image = &c->image;
     }
     return PF_OK;
+}
+
+/* The sweep of random cases: every frame format x output format x
+ * background kind, repeated. Case i (0 .. CC_SWEEP(reps) - 1) is from
+ * repetition *rep, with frames up to `large` pixels on every third
+ * repetition and `small` otherwise; its label goes to label[n]. */
+#define CC_SWEEP(reps) ((reps) * CC_NIN * CC_NOUT * CC_NKIND)
+static inline pf_status cc_sweep_case(cc_case *c, int i, int small, int large, int *rep,
+                                      char *label, size_t n)
+{
+    const int kind = i % CC_NKIND, oi = i / CC_NKIND % CC_NOUT;
+    const int fi = i / (CC_NKIND * CC_NOUT) % CC_NIN;
+    *rep = i / (CC_NKIND * CC_NOUT * CC_NIN);
+    snprintf(label, n, "rep %d %s->%s kind %d", *rep, pf_pixfmt_name(cc_in_formats[fi]),
+             pf_pixfmt_name(cc_out_formats[oi]), kind);
+    return cc_random_case(c, cc_in_formats[fi], cc_out_formats[oi], kind,
+                          *rep % 3 == 2 ? large : small);
 }
 
 /* Differences between two frames of one format and size, visible bytes only. */

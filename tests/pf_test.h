@@ -50,11 +50,18 @@ static int pf_test_case_failed;
         } \
     } while (0)
 
-/* Stops the current case (after a failed precondition). */
+/* Stops the current case (after a failed precondition). Evaluates `cond`
+ * once: it may have side effects (a parse, an allocation). */
 #define REQUIRE(cond) \
     do { \
-        CHECK(cond); \
-        if (!(cond)) return; \
+        int req_ok_ = !!(cond); \
+        pf_test_checks++; \
+        if (!req_ok_) { \
+            pf_test_failed_checks++; \
+            pf_test_case_failed = 1; \
+            fprintf(stderr, "  %s:%d: REQUIRE failed: %s\n", __FILE__, __LINE__, #cond); \
+            return; \
+        } \
     } while (0)
 
 #define PF_RUN(fn) \
@@ -101,6 +108,17 @@ static inline uint64_t pf_test_rand(void)
 static inline int64_t pf_test_rand_range(int64_t lo, int64_t hi)
 {
     return lo + (int64_t)(pf_test_rand() % (uint64_t)(hi - lo + 1));
+}
+/* n random bytes, 8 per pf_test_rand(). */
+static inline void pf_test_fill_random(void *p, size_t n)
+{
+    unsigned char *d = (unsigned char *)p;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t r = pf_test_rand();
+        memcpy(d + i, &r, 8);
+    }
+    for (; i < n; i++) d[i] = (unsigned char)pf_test_rand();
 }
 
 /* Statistics snapshots, shared by the CPU and CUDA tests of the allocator,

@@ -20,7 +20,7 @@
 #ifndef PF_PREPROCESS_CHECK_H
 #define PF_PREPROCESS_CHECK_H
 
-#include "pf_test.h"
+#include "ops_test_util.h"
 
 #define PPC_MAX_N 80 /* frames per case: above PF_PP_MAX_FRAMES on purpose */
 
@@ -45,22 +45,7 @@ typedef struct ppc_case {
 static inline pf_status ppc_make_frame(pf_frame *f, pf_pixfmt fmt, int w, int h, int pad_max,
                                        size_t offset)
 {
-    size_t strides[PF_FRAME_MAX_PLANES] = {0}, total = offset;
-    for (int p = 0; p < pf_pixfmt_num_planes(fmt); p++) {
-        size_t row, rows;
-        pf_status st = pf_pixfmt_plane_size(fmt, w, h, p, &row, &rows);
-        if (st != PF_OK) return st;
-        strides[p] = row + (size_t)(pad_max ? pf_test_rand_range(0, pad_max) : 0);
-        total += strides[p] * rows;
-    }
-    pf_buffer *b = NULL;
-    pf_status st = pf_buffer_alloc_host(total, &b);
-    if (st != PF_OK) return st;
-    uint8_t *d = pf_buffer_data(b);
-    for (size_t i = 0; i < total; i++) d[i] = (uint8_t)pf_test_rand();
-    st = pf_frame_wrap(f, fmt, w, h, b, offset, strides);
-    pf_buffer_unref(&b);
-    return st;
+    return otu_make_frame(f, fmt, w, h, pad_max, offset, OTU_RANDOM);
 }
 
 static inline void ppc_free(ppc_case *c)
@@ -124,6 +109,43 @@ static inline pf_status ppc_random_case(ppc_case *c, int n, int max_dim)
     c->dtype = (pf_test_rand() & 1) ? PF_DTYPE_F32 : PF_DTYPE_F16;
     ppc_random_params(&c->p);
     return PF_OK;
+}
+
+/* One whole frame of `fmt`, sw x sh (strides padded by up to 5 bytes, 3
+ * bytes into its buffer), into a W x H destination of `layout` and `dtype`;
+ * random parameters but `interp`. */
+static inline pf_status ppc_shape_case(ppc_case *c, pf_pixfmt fmt, int sw, int sh, int W, int H,
+                                       pf_layout layout, pf_dtype dtype, pf_interp interp)
+{
+    memset(c, 0, sizeof *c);
+    c->n = 1;
+    pf_status st = ppc_make_frame(&c->src[0], fmt, sw, sh, 5, 3);
+    c->rois[0] = (pf_rect){0, 0, sw, sh};
+    c->W = W;
+    c->H = H;
+    c->layout = layout;
+    c->dtype = dtype;
+    ppc_random_params(&c->p);
+    c->p.interp = interp;
+    return st;
+}
+
+/* Which source formats and interpolations a run of random cases used: each
+ * must have come up at least once, or the run proved less than it claims. */
+typedef struct ppc_coverage {
+    int per_fmt[PF_PIXFMT_COUNT], per_interp[3];
+} ppc_coverage;
+
+static inline void ppc_cover(ppc_coverage *cv, const ppc_case *c)
+{
+    for (int i = 0; i < c->n; i++) cv->per_fmt[c->src[i].format]++;
+    cv->per_interp[c->p.interp]++;
+}
+
+static inline void ppc_check_coverage(const ppc_coverage *cv)
+{
+    for (int i = 0; i < PPC_NFMT; i++) CHECK(cv->per_fmt[ppc_formats[i]] > 0);
+    for (int i = 0; i < 3; i++) CHECK(cv->per_interp[i] > 0);
 }
 
 static inline pf_status ppc_alloc_dst(const ppc_case *c, pf_tensor *t, pf_allocator *alloc,

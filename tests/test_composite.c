@@ -14,17 +14,6 @@
 
 static pf_stream *g_stream;
 
-static pf_ops *make_ops(int reference, pf_threadpool *pool)
-{
-    pf_ops_params op = pf_ops_params_default();
-    op.stream = g_stream;
-    op.reference = reference;
-    op.pool = pool;
-    pf_ops *ops = NULL;
-    CHECK_OK(pf_ops_create(&op, &ops));
-    return ops;
-}
-
 /* Runs the case into a fresh dst (random bytes, so a pixel the
  * implementation forgets to write differs between two runs). */
 static pf_status run_case(pf_ops *ops, const cc_case *c, pf_frame *dst)
@@ -63,32 +52,19 @@ static void compare_case(pf_ops *ref, pf_ops *cpu, const cc_case *c, const char 
 
 static void test_random_vs_reference(void)
 {
-    pf_threadpool_params tpp = pf_threadpool_params_default();
-    tpp.num_threads = 3;
-    pf_threadpool *pool3 = NULL;
-    CHECK_OK(pf_threadpool_create(&tpp, &pool3));
-    tpp.num_threads = 1;
-    pf_threadpool *pool1 = NULL;
-    CHECK_OK(pf_threadpool_create(&tpp, &pool1));
-    pf_ops *ref = make_ops(1, NULL), *cpu3 = make_ops(0, pool3), *cpu1 = make_ops(0, pool1);
+    pf_threadpool *pool3 = otu_make_pool(3), *pool1 = otu_make_pool(1);
+    pf_ops *ref = otu_make_ops(g_stream, 1, NULL), *cpu3 = otu_make_ops(g_stream, 0, pool3),
+           *cpu1 = otu_make_ops(g_stream, 0, pool1);
     REQUIRE(ref && cpu3 && cpu1);
-    for (int rep = 0; rep < 12; rep++)
-        for (int fi = 0; fi < CC_NIN; fi++)
-            for (int oi = 0; oi < CC_NOUT; oi++)
-                for (int kind = 0; kind < CC_NKIND; kind++) {
-                    cc_case c;
-                    pf_status st = cc_random_case(&c, cc_in_formats[fi], cc_out_formats[oi], kind,
-                                                  rep % 3 == 2 ? 90 : 23);
-                    CHECK_OK(st);
-                    if (st == PF_OK) {
-                        char label[64];
-                        snprintf(label, sizeof label, "rep %d %s->%s kind %d", rep,
-                                 pf_pixfmt_name(cc_in_formats[fi]),
-                                 pf_pixfmt_name(cc_out_formats[oi]), kind);
-                        compare_case(ref, (rep & 1) ? cpu1 : cpu3, &c, label);
-                    }
-                    cc_free(&c);
-                }
+    for (int i = 0; i < CC_SWEEP(12); i++) {
+        cc_case c;
+        char label[64];
+        int rep;
+        pf_status st = cc_sweep_case(&c, i, 23, 90, &rep, label, sizeof label);
+        CHECK_OK(st);
+        if (st == PF_OK) compare_case(ref, (rep & 1) ? cpu1 : cpu3, &c, label);
+        cc_free(&c);
+    }
     printf("     %ld cases, %ld output bytes compared\n", g_cases, g_bytes);
     pf_ops_destroy(&ref);
     pf_ops_destroy(&cpu3);
@@ -101,7 +77,7 @@ static void test_random_vs_reference(void)
  * upsampled onto a larger frame, both blur regimes, a resized image. */
 static void test_larger_shapes(void)
 {
-    pf_ops *ref = make_ops(1, NULL), *cpu = make_ops(0, NULL);
+    pf_ops *ref = otu_make_ops(g_stream, 1, NULL), *cpu = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ref && cpu);
     const struct {
         pf_pixfmt in, out;
@@ -176,7 +152,7 @@ static pf_status composite_to(pf_ops *ops, const pf_frame *frame, const pf_tenso
  * frame's bytes whatever the background; m = 0 gives the background. */
 static void test_mask_one_and_zero(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     pf_frame img = {0};
     CHECK_OK(cc_make_frame(&img, PF_PIXFMT_I420, 40, 30, 2, 0));
@@ -242,7 +218,7 @@ static void test_mask_one_and_zero(void)
  * half up; PF_BG_NONE keeps the colour bytes. */
 static void test_alpha_is_mask(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     const int w = 33, h = 17;
     pf_frame frame = {0}, out = {0};
@@ -286,7 +262,7 @@ static void test_alpha_is_mask(void)
  * 235/128/128, red 81/90/240, green 145/54/34, blue 41/240/110. */
 static void test_nv12_known_colours(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     const struct {
         uint8_t rgb[3], y, u, v;
@@ -326,7 +302,7 @@ static void test_nv12_known_colours(void)
  * of a 2x2 block (odd sizes: edge blocks of 2 or 1 pixels) from the mean). */
 static void test_nv12_is_converted_rgb(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     for (int t = 0; t < 8; t++) {
         cc_case c;
@@ -375,7 +351,7 @@ static void test_nv12_is_converted_rgb(void)
  * (NV12 output; I420 chroma interleaved). */
 static void test_none_keeps_frame(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     pf_tensor m = {0};
     CHECK_OK(cc_make_mask(&m, PF_DTYPE_F32, 5, 5, 2, 0, CC_MASK_RANDOM));
@@ -425,7 +401,7 @@ static void test_none_keeps_frame(void)
 /* A constant frame blurs to itself, in both regimes and at the edges. */
 static void test_blur_constant(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     const float sigmas[] = {0.3f, 1.0f, 3.7f, 8.0f, 8.5f, 17.0f, 33.3f, 64.0f};
     const uint8_t col[3] = {10, 128, 250};
@@ -468,7 +444,7 @@ static double step_blur(double x, double edge, double sigma)
  * 12, 0.67 at 64). */
 static void test_blur_step(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     const float sigmas[] = {2.0f, 4.0f, 8.0f, 12.0f, 32.0f, 64.0f};
     pf_tensor zeros = {0};
@@ -537,7 +513,7 @@ static void test_blur_step(void)
  * image of the output's size comes through unchanged. */
 static void test_known_resize(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     const uint8_t want[4] = {0, 64, 191, 255};
     pf_tensor zero = {0}, ramp = {0};
@@ -600,7 +576,7 @@ static void test_known_resize(void)
  * division (the u8 mask is interpolated on raw values, then divided). */
 static void test_mask_shapes(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     pf_frame frame = {0}, out[4];
     CHECK_OK(cc_make_frame(&frame, PF_PIXFMT_RGB24, 29, 23, 2, 0));
@@ -629,7 +605,7 @@ static void test_mask_shapes(void)
  * finish before the blend writes). */
 static void test_in_place(void)
 {
-    pf_ops *cpu = make_ops(0, NULL), *ref = make_ops(1, NULL);
+    pf_ops *cpu = otu_make_ops(g_stream, 0, NULL), *ref = otu_make_ops(g_stream, 1, NULL);
     REQUIRE(cpu && ref);
     const pf_pixfmt fmts[] = {PF_PIXFMT_RGB24, PF_PIXFMT_BGR24, PF_PIXFMT_RGBA, PF_PIXFMT_NV12};
     for (int fi = 0; fi < 4; fi++)
@@ -658,18 +634,9 @@ static void test_in_place(void)
 
 /* Bad input -------------------------------------------------------------------------- */
 
-static void expect_error(pf_status got, pf_status want, const char *needle)
-{
-    CHECK_EQ_INT(got, want);
-    const char *msg = pf_last_error();
-    int found = msg && strstr(msg, needle) != NULL;
-    if (!found) fprintf(stderr, "  message '%s' lacks '%s'\n", msg ? msg : "(null)", needle);
-    CHECK(found);
-}
-
 static void test_bad_input(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     const int w = 12, h = 10;
     pf_frame frame = {0}, dst = {0}, small = {0}, gray = {0}, i420 = {0}, img = {0};
@@ -693,99 +660,95 @@ static void test_bad_input(void)
     REQUIRE(before);
     memcpy(before, dst.data[0], dbytes);
 
-    expect_error(pf_ops_composite(NULL, &frame, &mask, &bg, &dst), PF_ERR_INVALID, "ops is NULL");
-    expect_error(pf_ops_composite(ops, NULL, &mask, &bg, &dst), PF_ERR_INVALID, "frame is NULL");
-    expect_error(pf_ops_composite(ops, &frame, NULL, &bg, &dst), PF_ERR_INVALID, "mask is NULL");
-    expect_error(pf_ops_composite(ops, &frame, &mask, NULL, &dst), PF_ERR_INVALID, "bg is NULL");
-    expect_error(pf_ops_composite(ops, &frame, &mask, &bg, NULL), PF_ERR_INVALID, "dst is NULL");
-    expect_error(pf_ops_composite(ops, &gray, &mask, &bg, &dst), PF_ERR_UNSUPPORTED,
-                 "frame is gray8");
-    expect_error(pf_ops_composite(ops, &frame, &mask, &bg, &i420), PF_ERR_UNSUPPORTED,
-                 "dst is i420");
-    expect_error(pf_ops_composite(ops, &frame, &mask, &bg, &small), PF_ERR_INVALID,
-                 "dst is 10x10 but frame is 12x10");
+    EXPECT_ERR(pf_ops_composite(NULL, &frame, &mask, &bg, &dst), PF_ERR_INVALID, "ops is NULL");
+    EXPECT_ERR(pf_ops_composite(ops, NULL, &mask, &bg, &dst), PF_ERR_INVALID, "frame is NULL");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, NULL, &bg, &dst), PF_ERR_INVALID, "mask is NULL");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &mask, NULL, &dst), PF_ERR_INVALID, "bg is NULL");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &mask, &bg, NULL), PF_ERR_INVALID, "dst is NULL");
+    EXPECT_ERR(pf_ops_composite(ops, &gray, &mask, &bg, &dst), PF_ERR_UNSUPPORTED,
+               "frame is gray8");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &mask, &bg, &i420), PF_ERR_UNSUPPORTED, "dst is i420");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &mask, &bg, &small), PF_ERR_INVALID,
+               "dst is 10x10 but frame is 12x10");
     pf_frame bad = frame;
     bad.format = (pf_pixfmt)42;
-    expect_error(pf_ops_composite(ops, &bad, &mask, &bg, &dst), PF_ERR_INVALID,
-                 "frame has unknown pixel format 42");
+    EXPECT_ERR(pf_ops_composite(ops, &bad, &mask, &bg, &dst), PF_ERR_INVALID,
+               "frame has unknown pixel format 42");
     bad = frame;
     bad.stride[0] = 3 * w - 1;
-    expect_error(pf_ops_composite(ops, &bad, &mask, &bg, &dst), PF_ERR_INVALID,
-                 "frame plane 0 stride 35 < row of 36 bytes");
+    EXPECT_ERR(pf_ops_composite(ops, &bad, &mask, &bg, &dst), PF_ERR_INVALID,
+               "frame plane 0 stride 35 < row of 36 bytes");
     bad = frame;
     bad.data[0] += 4;
-    expect_error(pf_ops_composite(ops, &bad, &mask, &bg, &dst), PF_ERR_INVALID,
-                 "frame plane 0 needs 360 bytes");
+    EXPECT_ERR(pf_ops_composite(ops, &bad, &mask, &bg, &dst), PF_ERR_INVALID,
+               "frame plane 0 needs 360 bytes");
     bad = frame;
     bad.width = 0;
-    expect_error(pf_ops_composite(ops, &bad, &mask, &bg, &dst), PF_ERR_INVALID,
-                 "frame has size 0x10");
+    EXPECT_ERR(pf_ops_composite(ops, &bad, &mask, &bg, &dst), PF_ERR_INVALID,
+               "frame has size 0x10");
     bad = dst;
     bad.data[0] = NULL;
-    expect_error(pf_ops_composite(ops, &frame, &mask, &bg, &bad), PF_ERR_INVALID,
-                 "dst plane 0 data is NULL");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &mask, &bg, &bad), PF_ERR_INVALID,
+               "dst plane 0 data is NULL");
 
-    expect_error(pf_ops_composite(ops, &frame, &f16, &bg, &dst), PF_ERR_UNSUPPORTED,
-                 "mask dtype is f16");
-    expect_error(pf_ops_composite(ops, &frame, &batch, &bg, &dst), PF_ERR_INVALID,
-                 "mask dimension 0 is 2");
-    expect_error(pf_ops_composite(ops, &frame, &flat, &bg, &dst), PF_ERR_INVALID,
-                 "mask has 1 dimensions");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &f16, &bg, &dst), PF_ERR_UNSUPPORTED,
+               "mask dtype is f16");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &batch, &bg, &dst), PF_ERR_INVALID,
+               "mask dimension 0 is 2");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &flat, &bg, &dst), PF_ERR_INVALID,
+               "mask has 1 dimensions");
     pf_tensor tm = mask;
     tm.strides[1] = 2;
-    expect_error(pf_ops_composite(ops, &frame, &tm, &bg, &dst), PF_ERR_UNSUPPORTED,
-                 "mask last dimension has stride 2");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &tm, &bg, &dst), PF_ERR_UNSUPPORTED,
+               "mask last dimension has stride 2");
     tm = mask;
     tm.strides[0] = 7;
-    expect_error(pf_ops_composite(ops, &frame, &tm, &bg, &dst), PF_ERR_INVALID,
-                 "mask row stride 7 outside 8..");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &tm, &bg, &dst), PF_ERR_INVALID,
+               "mask row stride 7 outside 8..");
     tm = mask;
     tm.data = (uint8_t *)tm.data + 2;
-    expect_error(pf_ops_composite(ops, &frame, &tm, &bg, &dst), PF_ERR_INVALID,
-                 "is not aligned to its 4-byte f32");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &tm, &bg, &dst), PF_ERR_INVALID,
+               "is not aligned to its 4-byte f32");
     tm = mask;
     tm.shape[0] = 9; /* one row past the buffer */
-    expect_error(pf_ops_composite(ops, &frame, &tm, &bg, &dst), PF_ERR_INVALID,
-                 "mask needs 288 bytes");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &tm, &bg, &dst), PF_ERR_INVALID,
+               "mask needs 288 bytes");
 
     pf_background b2 = bg;
     b2.kind = (pf_background_kind)7;
-    expect_error(pf_ops_composite(ops, &frame, &mask, &b2, &dst), PF_ERR_INVALID, "bg->kind 7");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &mask, &b2, &dst), PF_ERR_INVALID, "bg->kind 7");
     b2 = bg;
     b2.matrix = (pf_yuv_matrix)3;
-    expect_error(pf_ops_composite(ops, &frame, &mask, &b2, &dst), PF_ERR_INVALID,
-                 "bg->matrix 3");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &mask, &b2, &dst), PF_ERR_INVALID, "bg->matrix 3");
     b2 = bg;
     b2.range = (pf_yuv_range)-1;
-    expect_error(pf_ops_composite(ops, &frame, &mask, &b2, &dst), PF_ERR_INVALID,
-                 "bg->range -1");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &mask, &b2, &dst), PF_ERR_INVALID, "bg->range -1");
     const float bad_sigmas[] = {0.0f, -1.0f, 64.5f, NAN, INFINITY};
     for (int i = 0; i < 5; i++) {
         b2 = bg;
         b2.kind = PF_BG_BLUR;
         b2.blur_sigma = bad_sigmas[i];
-        expect_error(pf_ops_composite(ops, &frame, &mask, &b2, &dst), PF_ERR_INVALID,
-                     "blur_sigma");
+        EXPECT_ERR(pf_ops_composite(ops, &frame, &mask, &b2, &dst), PF_ERR_INVALID, "blur_sigma");
     }
     b2 = bg;
     b2.kind = PF_BG_BLUR;
     b2.blur_sigma = 65.0f;
-    expect_error(pf_ops_composite(ops, &frame, &mask, &b2, &dst), PF_ERR_INVALID,
-                 "bg->blur_sigma 65 outside (0, 64]");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &mask, &b2, &dst), PF_ERR_INVALID,
+               "bg->blur_sigma 65 outside (0, 64]");
     b2 = bg;
     b2.kind = PF_BG_IMAGE;
-    expect_error(pf_ops_composite(ops, &frame, &mask, &b2, &dst), PF_ERR_INVALID,
-                 "bg->image is NULL (needed by PF_BG_IMAGE)");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &mask, &b2, &dst), PF_ERR_INVALID,
+               "bg->image is NULL (needed by PF_BG_IMAGE)");
     b2.kind = PF_BG_FRAME;
-    expect_error(pf_ops_composite(ops, &frame, &mask, &b2, &dst), PF_ERR_INVALID,
-                 "bg->image is NULL (needed by PF_BG_FRAME)");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &mask, &b2, &dst), PF_ERR_INVALID,
+               "bg->image is NULL (needed by PF_BG_FRAME)");
     b2.image = &img;
-    expect_error(pf_ops_composite(ops, &frame, &mask, &b2, &dst), PF_ERR_INVALID,
-                 "bg->image is 5x7 but PF_BG_FRAME needs the output size 12x10");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &mask, &b2, &dst), PF_ERR_INVALID,
+               "bg->image is 5x7 but PF_BG_FRAME needs the output size 12x10");
     b2.kind = PF_BG_IMAGE;
     b2.image = &gray;
-    expect_error(pf_ops_composite(ops, &frame, &mask, &b2, &dst), PF_ERR_UNSUPPORTED,
-                 "bg->image is gray8");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &mask, &b2, &dst), PF_ERR_UNSUPPORTED,
+               "bg->image is gray8");
 
     /* Overlaps: dst inside the frame's bytes but not the frame itself; dst
      * over the mask; dst over the image. */
@@ -794,27 +757,27 @@ static void test_bad_input(void)
     CHECK_OK(pf_frame_wrap(&shifted, PF_PIXFMT_RGB24, w, h - 1, frame.buf[0], 3, strides));
     pf_frame shifted_src = frame;
     shifted_src.height = h - 1;
-    expect_error(pf_ops_composite(ops, &shifted_src, &mask, &bg, &shifted), PF_ERR_INVALID,
-                 "dst overlaps frame");
+    EXPECT_ERR(pf_ops_composite(ops, &shifted_src, &mask, &bg, &shifted), PF_ERR_INVALID,
+               "dst overlaps frame");
     pf_frame over_mask = {0};
     size_t ms[3] = {3 * 4, 0, 0};
     CHECK_OK(pf_frame_wrap(&over_mask, PF_PIXFMT_RGB24, 4, 4, mask.buf, 0, ms));
     pf_frame f4 = {0};
     CHECK_OK(cc_make_frame(&f4, PF_PIXFMT_RGB24, 4, 4, 0, 0));
-    expect_error(pf_ops_composite(ops, &f4, &mask, &bg, &over_mask), PF_ERR_INVALID,
-                 "dst overlaps mask");
+    EXPECT_ERR(pf_ops_composite(ops, &f4, &mask, &bg, &over_mask), PF_ERR_INVALID,
+               "dst overlaps mask");
     b2 = bg;
     b2.kind = PF_BG_IMAGE;
     b2.image = &f4;
     pf_frame f4b = {0};
     CHECK_OK(cc_make_frame(&f4b, PF_PIXFMT_RGB24, 4, 4, 0, 0));
-    expect_error(pf_ops_composite(ops, &f4b, &mask, &b2, &f4), PF_ERR_INVALID,
-                 "dst overlaps bg->image");
+    EXPECT_ERR(pf_ops_composite(ops, &f4b, &mask, &b2, &f4), PF_ERR_INVALID,
+               "dst overlaps bg->image");
     /* In place with another format over the same bytes is an overlap too. */
     pf_frame as_bgr = frame;
     as_bgr.format = PF_PIXFMT_BGR24;
-    expect_error(pf_ops_composite(ops, &frame, &mask, &bg, &as_bgr), PF_ERR_INVALID,
-                 "dst overlaps frame");
+    EXPECT_ERR(pf_ops_composite(ops, &frame, &mask, &bg, &as_bgr), PF_ERR_INVALID,
+               "dst overlaps frame");
 
     CHECK(memcmp(before, dst.data[0], dbytes) == 0);
     free(before);
@@ -838,10 +801,7 @@ static void test_bad_input(void)
 int main(void)
 {
     pf_test_seed(20261122);
-    if (pf_stream_create(NULL, &g_stream) != PF_OK) {
-        fprintf(stderr, "stream: %s\n", pf_last_error());
-        return 1;
-    }
+    if (!(g_stream = otu_cpu_stream())) return 1;
     PF_RUN(test_random_vs_reference);
     PF_RUN(test_larger_shapes);
     PF_RUN(test_mask_one_and_zero);

@@ -8,7 +8,7 @@
  * reference (ops.h: "the CPU and CUDA paths are bit-exact with the
  * reference"); every visible byte of every plane is compared, and the bytes
  * between rows (stride padding) must be left untouched. */
-#include "pf_test.h"
+#include "ops_test_util.h"
 
 #include "device/backend.h"
 #include "ops/convert.h"
@@ -20,118 +20,26 @@ static const pf_pixfmt k_formats[] = {PF_PIXFMT_RGB24, PF_PIXFMT_BGR24, PF_PIXFM
 #define NFMT 6
 #define IS_YUV(f) ((f) == PF_PIXFMT_NV12 || (f) == PF_PIXFMT_I420)
 
-#define EXPECT_ERR(call, status, text) \
-    do { \
-        pf_clear_error(); \
-        pf_status st__ = (call); \
-        CHECK_EQ_INT(st__, status); \
-        if (!strstr(pf_last_error(), text)) { \
-            fprintf(stderr, "  message '%s' lacks '%s'\n", pf_last_error(), text); \
-            CHECK(!"message"); \
-        } \
-    } while (0)
-
-static pf_ops *make_ops(int reference, pf_threadpool *pool)
-{
-    pf_ops_params op = pf_ops_params_default();
-    op.stream = g_stream;
-    op.reference = reference;
-    op.pool = pool;
-    pf_ops *ops = NULL;
-    CHECK_OK(pf_ops_create(&op, &ops));
-    return ops;
-}
-
-/* A host frame in a buffer of its own, starting `offset` bytes in, each
- * stride row + 0..pad_max bytes; every byte (padding included) = `fill`, or
- * random when fill < 0. */
-static pf_status make_frame(pf_frame *f, pf_pixfmt fmt, int w, int h, int pad_max, size_t offset,
-                            int fill)
-{
-    size_t strides[PF_FRAME_MAX_PLANES] = {0}, total = offset;
-    for (int p = 0; p < pf_pixfmt_num_planes(fmt); p++) {
-        size_t row, rows;
-        pf_status st = pf_pixfmt_plane_size(fmt, w, h, p, &row, &rows);
-        if (st != PF_OK) return st;
-        strides[p] = row + (size_t)(pad_max ? pf_test_rand_range(0, pad_max) : 0);
-        total += strides[p] * rows;
-    }
-    pf_buffer *b = NULL;
-    pf_status st = pf_buffer_alloc_host(total, &b);
-    if (st != PF_OK) return st;
-    uint8_t *d = pf_buffer_data(b);
-    for (size_t i = 0; i < total; i++) d[i] = (uint8_t)(fill < 0 ? (int)pf_test_rand() : fill);
-    st = pf_frame_wrap(f, fmt, w, h, b, offset, strides);
-    pf_buffer_unref(&b);
-    return st;
-}
-
-/* The same geometry and bytes as `src` in a new buffer. */
-static pf_status clone_frame(pf_frame *f, const pf_frame *src)
-{
-    pf_buffer *sb = src->buf[0];
-    size_t size = pf_buffer_size(sb), off = (size_t)(src->data[0] - (uint8_t *)pf_buffer_data(sb));
-    pf_buffer *b = NULL;
-    pf_status st = pf_buffer_alloc_host(size, &b);
-    if (st != PF_OK) return st;
-    memcpy(pf_buffer_data(b), pf_buffer_data(sb), size);
-    st = pf_frame_wrap(f, src->format, src->width, src->height, b, off, src->stride);
-    pf_buffer_unref(&b);
-    return st;
-}
-
-/* Whole buffers equal (pixels and padding): reports the first difference as
- * plane, x, y when it is a pixel byte. */
-static int same_bytes(const pf_frame *a, const pf_frame *b, const char *label)
-{
-    size_t n = pf_buffer_size(a->buf[0]);
-    const uint8_t *pa = pf_buffer_data(a->buf[0]), *pb = pf_buffer_data(b->buf[0]);
-    if (n != pf_buffer_size(b->buf[0])) {
-        fprintf(stderr, "  %s: buffer sizes differ\n", label);
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (pa[i] == pb[i]) continue;
-        for (int p = 0; p < a->num_planes; p++) {
-            size_t off = (size_t)(a->data[p] - pa);
-            if (i >= off && (i - off) / a->stride[p] < 70000) {
-                size_t row = (i - off) / a->stride[p], col = (i - off) % a->stride[p];
-                size_t rb, rows;
-                pf_pixfmt_plane_size(a->format, a->width, a->height, p, &rb, &rows);
-                if (row < rows) {
-                    fprintf(stderr, "  %s: %s %dx%d plane %d row %zu byte %zu%s: %d vs %d\n",
-                            label, pf_pixfmt_name(a->format), a->width, a->height, p, row, col,
-                            col >= rb ? " (stride padding)" : "", pa[i], pb[i]);
-                    return 0;
-                }
-            }
-        }
-        fprintf(stderr, "  %s: byte %zu outside the planes differs: %d vs %d\n", label, i, pa[i],
-                pb[i]);
-        return 0;
-    }
-    return 1;
-}
-
 /* Reference and CPU path from the same source into two destinations that
  * start as identical random bytes: identical buffers afterwards. */
 static void compare(pf_ops *ref, pf_ops *cpu, const pf_frame *src, pf_pixfmt dfmt,
                     const pf_color_params *cp, const char *label)
 {
     pf_frame a = {0}, b = {0};
-    CHECK_OK(make_frame(&a, dfmt, src->width, src->height, 5, (size_t)pf_test_rand_range(0, 3), -1));
-    CHECK_OK(clone_frame(&b, &a));
+    CHECK_OK(otu_make_frame(&a, dfmt, src->width, src->height, 5, (size_t)pf_test_rand_range(0, 3),
+                            OTU_RANDOM));
+    CHECK_OK(otu_clone_frame(&b, &a));
     pf_status sa = pf_ops_convert(ref, src, &a, cp), sb = pf_ops_convert(cpu, src, &b, cp);
     CHECK_OK(sa);
     CHECK_OK(sb);
-    if (sa == PF_OK && sb == PF_OK) CHECK(same_bytes(&a, &b, label));
+    if (sa == PF_OK && sb == PF_OK) CHECK(otu_same_bytes(&a, &b, label));
     pf_frame_unref(&a);
     pf_frame_unref(&b);
 }
 
 static void test_random_vs_reference(void)
 {
-    pf_ops *ref = make_ops(1, NULL), *cpu = make_ops(0, NULL);
+    pf_ops *ref = otu_make_ops(g_stream, 1, NULL), *cpu = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ref && cpu);
     for (int it = 0; it < 40; it++) {
         int w = it < 4 ? 1 + (it & 1) : (int)pf_test_rand_range(1, 41);
@@ -139,7 +47,7 @@ static void test_random_vs_reference(void)
         pf_color_params cp = {(pf_yuv_matrix)(it & 1), (pf_yuv_range)((it >> 1) & 1)};
         for (int s = 0; s < NFMT; s++) {
             pf_frame src = {0};
-            CHECK_OK(make_frame(&src, k_formats[s], w, h, 6, (size_t)(it % 5), -1));
+            CHECK_OK(otu_make_frame(&src, k_formats[s], w, h, 6, (size_t)(it % 5), OTU_RANDOM));
             for (int d = 0; d < NFMT; d++) {
                 char label[96];
                 snprintf(label, sizeof label, "case %d %s -> %s %dx%d", it,
@@ -157,19 +65,16 @@ static void test_random_vs_reference(void)
  * pair and the last chroma column are partial), pools of 3 and 1 threads. */
 static void test_threads(void)
 {
-    pf_threadpool_params tpp = pf_threadpool_params_default();
-    tpp.num_threads = 3;
-    pf_threadpool *pool3 = NULL, *pool1 = NULL;
-    CHECK_OK(pf_threadpool_create(&tpp, &pool3));
-    tpp.num_threads = 1;
-    CHECK_OK(pf_threadpool_create(&tpp, &pool1));
-    pf_ops *ref = make_ops(1, NULL), *cpu3 = make_ops(0, pool3), *cpu1 = make_ops(0, pool1);
+    pf_threadpool *pool3 = otu_make_pool(3), *pool1 = otu_make_pool(1);
+    pf_ops *ref = otu_make_ops(g_stream, 1, NULL), *cpu3 = otu_make_ops(g_stream, 0, pool3),
+           *cpu1 = otu_make_ops(g_stream, 0, pool1);
     REQUIRE(ref && cpu3 && cpu1);
     const int sizes[][2] = {{333, 251}, {640, 97}, {2, 30001}};
     for (int k = 0; k < 3; k++)
         for (int s = 0; s < NFMT; s++) {
             pf_frame src = {0};
-            CHECK_OK(make_frame(&src, k_formats[s], sizes[k][0], sizes[k][1], 9, 1, -1));
+            const int w = sizes[k][0], h = sizes[k][1];
+            CHECK_OK(otu_make_frame(&src, k_formats[s], w, h, 9, 1, OTU_RANDOM));
             for (int d = 0; d < NFMT; d++) {
                 char label[96];
                 snprintf(label, sizeof label, "%s -> %s %dx%d", pf_pixfmt_name(k_formats[s]),
@@ -251,7 +156,7 @@ static int is_constant(const pf_frame *f)
  * edge chroma blocks average fewer pixels of the same colour). */
 static void test_constant_colour(void)
 {
-    pf_ops *ops = make_ops(0, NULL), *ref = make_ops(1, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL), *ref = otu_make_ops(g_stream, 1, NULL);
     REQUIRE(ops && ref);
     for (int it = 0; it < 12; it++) {
         int w = (int)pf_test_rand_range(1, 300), h = (int)pf_test_rand_range(1, 120);
@@ -259,12 +164,12 @@ static void test_constant_colour(void)
             b = (int)pf_test_rand_range(0, 255);
         for (int s = 0; s < NFMT; s++) {
             pf_frame src = {0};
-            CHECK_OK(make_frame(&src, k_formats[s], w, h, 3, 0, 0));
+            CHECK_OK(otu_make_frame(&src, k_formats[s], w, h, 3, 0, 0));
             if (IS_YUV(k_formats[s])) fill_yuv(&src, r, g, b);
             else fill_rgb(&src, r, g, b);
             for (int d = 0; d < NFMT; d++) {
                 pf_frame dst = {0};
-                CHECK_OK(make_frame(&dst, k_formats[d], w, h, 3, 0, -1));
+                CHECK_OK(otu_make_frame(&dst, k_formats[d], w, h, 3, 0, OTU_RANDOM));
                 pf_color_params cp = {(pf_yuv_matrix)(it & 1), (pf_yuv_range)((it >> 1) & 1)};
                 CHECK_OK(pf_ops_convert((d & 1) ? ops : ref, &src, &dst, &cp));
                 if (!is_constant(&dst)) {
@@ -285,17 +190,17 @@ static void test_constant_colour(void)
 static void convert1(pf_ops *ops, const pf_frame *src, pf_pixfmt dfmt, const pf_color_params *cp,
                      pf_frame *dst)
 {
-    CHECK_OK(make_frame(dst, dfmt, src->width, src->height, 0, 0, 0xEE));
+    CHECK_OK(otu_make_frame(dst, dfmt, src->width, src->height, 0, 0, 0xEE));
     CHECK_OK(pf_ops_convert(ops, src, dst, cp));
 }
 
 static void test_gray_round_trip(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     /* All 256 levels in one 256x1 row; through each packed format and back. */
     pf_frame g = {0};
-    CHECK_OK(make_frame(&g, PF_PIXFMT_GRAY8, 256, 3, 2, 1, 0));
+    CHECK_OK(otu_make_frame(&g, PF_PIXFMT_GRAY8, 256, 3, 2, 1, 0));
     for (int y = 0; y < 3; y++)
         for (int x = 0; x < 256; x++) *px(&g, 0, x, y, 1) = (uint8_t)x;
     const pf_pixfmt mids[] = {PF_PIXFMT_RGB24, PF_PIXFMT_BGR24, PF_PIXFMT_RGBA};
@@ -340,7 +245,7 @@ static void test_gray_round_trip(void)
 /* Black and white levels of every matrix and range, and textbook values. */
 static void test_yuv_known(void)
 {
-    pf_ops *ops = make_ops(0, NULL), *ref = make_ops(1, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL), *ref = otu_make_ops(g_stream, 1, NULL);
     REQUIRE(ops && ref);
     for (int m = 0; m < 2; m++)
         for (int r = 0; r < 2; r++)
@@ -348,7 +253,7 @@ static void test_yuv_known(void)
                 pf_color_params cp = {(pf_yuv_matrix)m, (pf_yuv_range)r};
                 const int lo = r == PF_YUV_LIMITED ? 16 : 0, hi = r == PF_YUV_LIMITED ? 235 : 255;
                 pf_frame s = {0}, d = {0};
-                CHECK_OK(make_frame(&s, fi ? PF_PIXFMT_I420 : PF_PIXFMT_NV12, 3, 3, 1, 0, 0));
+                CHECK_OK(otu_make_frame(&s, fi ? PF_PIXFMT_I420 : PF_PIXFMT_NV12, 3, 3, 1, 0, 0));
                 fill_yuv(&s, lo, 128, 128);
                 convert1(fi ? ref : ops, &s, PF_PIXFMT_RGB24, &cp, &d);
                 const uint8_t *q = px(&d, 0, 2, 2, 3);
@@ -361,7 +266,7 @@ static void test_yuv_known(void)
                 pf_frame_unref(&d);
                 /* And back: black and white RGB give exactly lo/hi, 128, 128. */
                 pf_frame rgb = {0}, yuv = {0};
-                CHECK_OK(make_frame(&rgb, PF_PIXFMT_RGB24, 2, 2, 0, 0, 255));
+                CHECK_OK(otu_make_frame(&rgb, PF_PIXFMT_RGB24, 2, 2, 0, 0, 255));
                 convert1(ops, &rgb, PF_PIXFMT_NV12, &cp, &yuv);
                 CHECK_EQ_INT(*px(&yuv, 0, 1, 1, 1), hi);
                 CHECK_EQ_INT(px(&yuv, 1, 0, 0, 2)[0], 128);
@@ -382,7 +287,7 @@ static void test_yuv_known(void)
     const int yuvv[3][3] = {{81, 90, 240}, {145, 54, 34}, {41, 240, 110}};
     for (int k = 0; k < 3; k++) {
         pf_frame rgb = {0}, yuv = {0};
-        CHECK_OK(make_frame(&rgb, PF_PIXFMT_BGR24, 1, 1, 0, 0, 0));
+        CHECK_OK(otu_make_frame(&rgb, PF_PIXFMT_BGR24, 1, 1, 0, 0, 0));
         fill_rgb(&rgb, rgbv[k][0], rgbv[k][1], rgbv[k][2]);
         convert1(ops, &rgb, PF_PIXFMT_I420, NULL, &yuv);
         CHECK_EQ_INT(*px(&yuv, 0, 0, 0, 1), yuvv[k][0]);
@@ -394,7 +299,7 @@ static void test_yuv_known(void)
     /* Luma of (10, 20, 30): 2.99 + 11.74 + 3.42 = 18.15 -> 18; of
      * (200, 100, 50): 59.8 + 58.7 + 5.7 = 124.2 -> 124; RGBA alpha dropped. */
     pf_frame c = {0}, g = {0};
-    CHECK_OK(make_frame(&c, PF_PIXFMT_RGBA, 2, 1, 0, 0, 0));
+    CHECK_OK(otu_make_frame(&c, PF_PIXFMT_RGBA, 2, 1, 0, 0, 0));
     uint8_t *q = px(&c, 0, 0, 0, 4);
     q[0] = 10, q[1] = 20, q[2] = 30, q[3] = 99, q[4] = 200, q[5] = 100, q[6] = 50, q[7] = 0;
     convert1(ops, &c, PF_PIXFMT_GRAY8, NULL, &g);
@@ -421,10 +326,10 @@ static void test_yuv_known(void)
  * (255,255,255) is grey 127.5: U = V = 128). NV12 <-> I420 moves samples. */
 static void test_chroma_blocks(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     pf_frame rgb = {0}, a = {0}, b = {0}, c = {0};
-    CHECK_OK(make_frame(&rgb, PF_PIXFMT_RGB24, 3, 3, 2, 0, 0));
+    CHECK_OK(otu_make_frame(&rgb, PF_PIXFMT_RGB24, 3, 3, 2, 0, 0));
     uint8_t *q = px(&rgb, 0, 2, 2, 3);
     q[0] = 255, q[1] = 0, q[2] = 0;                /* corner: pure red */
     q = px(&rgb, 0, 2, 0, 3);
@@ -440,7 +345,7 @@ static void test_chroma_blocks(void)
     CHECK_EQ_INT(*px(&a, 0, 0, 0, 1), 16);
     /* Random I420 -> NV12 -> I420 is the identity; samples land in place. */
     pf_frame_unref(&a);
-    CHECK_OK(make_frame(&a, PF_PIXFMT_I420, 7, 5, 3, 1, -1));
+    CHECK_OK(otu_make_frame(&a, PF_PIXFMT_I420, 7, 5, 3, 1, OTU_RANDOM));
     convert1(ops, &a, PF_PIXFMT_NV12, NULL, &b);
     for (int y = 0; y < 3; y++)
         for (int x = 0; x < 4; x++) {
@@ -462,12 +367,12 @@ static void test_chroma_blocks(void)
  * 2x2 blocks, so only content constant over blocks is checked): within 2. */
 static void test_yuv_round_trip(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     for (int m = 0; m < 2; m++) {
         pf_color_params cp = {(pf_yuv_matrix)m, PF_YUV_FULL};
         pf_frame rgb = {0}, yuv = {0}, back = {0};
-        CHECK_OK(make_frame(&rgb, PF_PIXFMT_RGB24, 64, 64, 0, 0, 0));
+        CHECK_OK(otu_make_frame(&rgb, PF_PIXFMT_RGB24, 64, 64, 0, 0, 0));
         for (int y = 0; y < 64; y++)
             for (int x = 0; x < 64; x++) {
                 uint8_t *q = px(&rgb, 0, x, y, 3);
@@ -493,16 +398,16 @@ static void test_yuv_round_trip(void)
 /* A format to itself is a copy (both contexts), padding untouched. */
 static void test_same_format_copy(void)
 {
-    pf_ops *ops = make_ops(0, NULL), *ref = make_ops(1, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL), *ref = otu_make_ops(g_stream, 1, NULL);
     REQUIRE(ops && ref);
     for (int s = 0; s < NFMT; s++) {
         pf_frame src = {0}, a = {0}, b = {0};
-        CHECK_OK(make_frame(&src, k_formats[s], 13, 7, 4, 2, -1));
-        CHECK_OK(make_frame(&a, k_formats[s], 13, 7, 4, 0, 0x33));
-        CHECK_OK(clone_frame(&b, &a));
+        CHECK_OK(otu_make_frame(&src, k_formats[s], 13, 7, 4, 2, OTU_RANDOM));
+        CHECK_OK(otu_make_frame(&a, k_formats[s], 13, 7, 4, 0, 0x33));
+        CHECK_OK(otu_clone_frame(&b, &a));
         CHECK_OK(pf_ops_convert(ops, &src, &a, NULL));
         CHECK_OK(pf_ops_convert(ref, &src, &b, NULL));
-        CHECK(same_bytes(&a, &b, "same format"));
+        CHECK(otu_same_bytes(&a, &b, "same format"));
         for (int p = 0; p < src.num_planes; p++) {
             size_t row, rows;
             pf_pixfmt_plane_size(src.format, 13, 7, p, &row, &rows);
@@ -531,7 +436,7 @@ static void test_same_format_copy(void)
  * (p >> 16, (p >> 8) & 255, p & 255). */
 static void test_exhaustive(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     enum { S = 4096 };
     pf_frame yuv = {0}, rgb = {0}, out = {0}, nv = {0}, gray = {0};
@@ -565,8 +470,8 @@ static void test_exhaustive(void)
     CHECK_EQ_INT(bad, 0);
     for (int combo = 0; combo < 4; combo++) {
         pf_color_params cp = {(pf_yuv_matrix)(combo & 1), (pf_yuv_range)(combo >> 1)};
-        pf_cv_coeffs_t k;
-        pf_cv_coeffs(cp.matrix, cp.range, &k);
+        pf_yuv_coeffs_t k;
+        pf_yuv_coeffs(cp.matrix, cp.range, &k);
         CHECK_OK(pf_ops_convert(ops, &yuv, &out, &cp));
         CHECK_OK(pf_ops_convert(ops, &rgb, &nv, &cp));
         long bad_rgb = 0, bad_y = 0;
@@ -598,12 +503,12 @@ static void test_exhaustive(void)
 
 static void test_bad_input(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     pf_frame src = {0}, dst = {0}, small = {0};
-    CHECK_OK(make_frame(&src, PF_PIXFMT_NV12, 20, 10, 0, 0, 7));
-    CHECK_OK(make_frame(&dst, PF_PIXFMT_RGB24, 20, 10, 0, 0, 0x5C));
-    CHECK_OK(make_frame(&small, PF_PIXFMT_RGB24, 20, 9, 0, 0, 0));
+    CHECK_OK(otu_make_frame(&src, PF_PIXFMT_NV12, 20, 10, 0, 0, 7));
+    CHECK_OK(otu_make_frame(&dst, PF_PIXFMT_RGB24, 20, 10, 0, 0, 0x5C));
+    CHECK_OK(otu_make_frame(&small, PF_PIXFMT_RGB24, 20, 9, 0, 0, 0));
     EXPECT_ERR(pf_ops_convert(NULL, &src, &dst, NULL), PF_ERR_INVALID, "ops is NULL");
     EXPECT_ERR(pf_ops_convert(ops, NULL, &dst, NULL), PF_ERR_INVALID, "src is NULL");
     EXPECT_ERR(pf_ops_convert(ops, &src, NULL, NULL), PF_ERR_INVALID, "dst is NULL");
@@ -656,12 +561,8 @@ static void test_bad_input(void)
 
     /* Device memory of a GPU the CPU context cannot read (a stand-in device
      * record: only its type and name are looked at). */
-    static pf_device fake;
-    fake.props.type = PF_DEVICE_CUDA;
-    snprintf(fake.spec, sizeof fake.spec, "cuda:7");
     static uint8_t fake_mem[20 * 10 * 3];
-    pf_buffer *db = NULL;
-    CHECK_OK(pf_buffer_wrap(fake_mem, sizeof fake_mem, PF_MEM_DEVICE, &fake, NULL, NULL, &db));
+    pf_buffer *db = otu_fake_gpu_buffer(fake_mem, sizeof fake_mem, 7);
     pf_frame ondev = {0};
     CHECK_OK(pf_frame_wrap(&ondev, PF_PIXFMT_RGB24, 20, 10, db, 0, NULL));
     EXPECT_ERR(pf_ops_convert(ops, &src, &ondev, NULL), PF_ERR_UNSUPPORTED,
@@ -681,10 +582,7 @@ static void test_bad_input(void)
 int main(void)
 {
     pf_test_seed(20261122);
-    if (pf_stream_create(NULL, &g_stream) != PF_OK) {
-        fprintf(stderr, "stream: %s\n", pf_last_error());
-        return 1;
-    }
+    if (!(g_stream = otu_cpu_stream())) return 1;
     PF_RUN(test_random_vs_reference);
     PF_RUN(test_threads);
     PF_RUN(test_constant_colour);

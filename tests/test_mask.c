@@ -14,23 +14,13 @@
  * - Known values worked out by hand, on both the reference and the CPU path.
  * - Bad input, with the messages checked. */
 #include "mask_check.h"
+#include "ops_test_util.h"
 
 #include "device/backend.h"
 #include "ops/mask.h"
 
 static pf_stream *g_stream;
 static pf_threadpool *g_pool1, *g_pool3;
-
-static pf_ops *make_ops(int reference, pf_threadpool *pool)
-{
-    pf_ops_params op = pf_ops_params_default();
-    op.stream = g_stream;
-    op.reference = reference;
-    op.pool = pool;
-    pf_ops *ops = NULL;
-    CHECK_OK(pf_ops_create(&op, &ops));
-    return ops;
-}
 
 /* The reference context and three CPU-path contexts (own pool, 1, 3 threads). */
 static pf_ops *g_ref, *g_cpu[3];
@@ -728,18 +718,6 @@ static void test_empty(void)
 
 /* Bad input ------------------------------------------------------------------------------------ */
 
-#define EXPECT_ERR(call, status, text) \
-    do { \
-        pf_clear_error(); \
-        pf_status st__ = (call); \
-        CHECK_EQ_INT(st__, status); \
-        if (!strstr(pf_last_error(), text)) { \
-            fprintf(stderr, "  %s:%d: message '%s' lacks '%s'\n", __FILE__, __LINE__, \
-                    pf_last_error(), text); \
-            CHECK(!"message"); \
-        } \
-    } while (0)
-
 static void test_bad_input(void)
 {
     pf_ops *ops = g_cpu[0];
@@ -934,12 +912,7 @@ static void test_bad_input(void)
 
     /* Memory another device owns is not readable by the CPU context. A
      * stand-in device record is enough: only its type and name are read. */
-    static pf_device fake_gpu;
-    fake_gpu.props.type = PF_DEVICE_CUDA;
-    snprintf(fake_gpu.spec, sizeof fake_gpu.spec, "cuda:7");
-    pf_buffer *devbuf = NULL;
-    CHECK_OK(pf_buffer_wrap(wide.data, 96 * sizeof(float), PF_MEM_DEVICE, &fake_gpu, NULL, NULL,
-                            &devbuf));
+    pf_buffer *devbuf = otu_fake_gpu_buffer(wide.data, 96 * sizeof(float), 7);
     pf_tensor ondev = {0}, ondev_u = {0};
     CHECK_OK(pf_tensor_wrap(&ondev, devbuf, 0, PF_DTYPE_F32, 2, s2, NULL, PF_LAYOUT_NONE));
     CHECK_OK(pf_tensor_wrap(&ondev_u, devbuf, 0, PF_DTYPE_U8, 2, s2, NULL, PF_LAYOUT_NONE));
@@ -968,19 +941,16 @@ static void test_bad_input(void)
 int main(void)
 {
     pf_test_seed(20261122);
-    if (pf_stream_create(NULL, &g_stream) != PF_OK) {
-        fprintf(stderr, "stream: %s\n", pf_last_error());
-        return 1;
-    }
+    if (!(g_stream = otu_cpu_stream())) return 1;
     pf_threadpool_params tpp = pf_threadpool_params_default();
     tpp.num_threads = 1;
     if (pf_threadpool_create(&tpp, &g_pool1) != PF_OK) return 1;
     tpp.num_threads = 3;
     if (pf_threadpool_create(&tpp, &g_pool3) != PF_OK) return 1;
-    g_ref = make_ops(1, NULL);
-    g_cpu[0] = make_ops(0, NULL);
-    g_cpu[1] = make_ops(0, g_pool3);
-    g_cpu[2] = make_ops(0, g_pool1);
+    g_ref = otu_make_ops(g_stream, 1, NULL);
+    g_cpu[0] = otu_make_ops(g_stream, 0, NULL);
+    g_cpu[1] = otu_make_ops(g_stream, 0, g_pool3);
+    g_cpu[2] = otu_make_ops(g_stream, 0, g_pool1);
     if (!g_ref || !g_cpu[0] || !g_cpu[1] || !g_cpu[2]) return pf_test_finish();
     PF_RUN(test_f16_conversion);
     PF_RUN(test_threshold_random);

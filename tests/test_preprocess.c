@@ -10,17 +10,6 @@
 
 static pf_stream *g_stream;
 
-static pf_ops *make_ops(int reference, pf_threadpool *pool)
-{
-    pf_ops_params op = pf_ops_params_default();
-    op.stream = g_stream;
-    op.reference = reference;
-    op.pool = pool;
-    pf_ops *ops = NULL;
-    CHECK_OK(pf_ops_create(&op, &ops));
-    return ops;
-}
-
 /* Runs the case on `ops` into a fresh tensor; -1 (after a failed CHECK) on
  * error. The caller unrefs the tensor. */
 static int run_case(pf_ops *ops, const ppc_case *c, pf_tensor *t, pf_letterbox_info *info)
@@ -57,9 +46,10 @@ static void compare_case(pf_ops *ref, pf_ops *cpu, const ppc_case *c, const char
 
 static void test_random_vs_reference(void)
 {
-    pf_ops *ref = make_ops(1, NULL), *cpu = make_ops(0, NULL);
+    pf_ops *ref = otu_make_ops(g_stream, 1, NULL), *cpu = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ref && cpu);
-    int per_fmt[PF_PIXFMT_COUNT] = {0}, per_interp[3] = {0};
+    ppc_coverage cov;
+    memset(&cov, 0, sizeof cov);
     for (int it = 0; it < 400; it++) {
         ppc_case c;
         int n = (int)pf_test_rand_range(1, 4);
@@ -67,12 +57,10 @@ static void test_random_vs_reference(void)
         char label[32];
         snprintf(label, sizeof label, "random case %d", it);
         compare_case(ref, cpu, &c, label);
-        for (int i = 0; i < c.n; i++) per_fmt[c.src[i].format]++;
-        per_interp[c.p.interp]++;
+        ppc_cover(&cov, &c);
         ppc_free(&c);
     }
-    for (int i = 0; i < PPC_NFMT; i++) CHECK(per_fmt[ppc_formats[i]] > 0);
-    for (int i = 0; i < 3; i++) CHECK(per_interp[i] > 0);
+    ppc_check_coverage(&cov);
     pf_ops_destroy(&ref);
     pf_ops_destroy(&cpu);
 }
@@ -81,14 +69,9 @@ static void test_random_vs_reference(void)
  * more than PF_PP_MAX_FRAMES frames (two chunks); pools of 1 and 3 threads. */
 static void test_shapes_and_chunks(void)
 {
-    pf_threadpool_params tpp = pf_threadpool_params_default();
-    tpp.num_threads = 3;
-    pf_threadpool *pool3 = NULL;
-    CHECK_OK(pf_threadpool_create(&tpp, &pool3));
-    tpp.num_threads = 1;
-    pf_threadpool *pool1 = NULL;
-    CHECK_OK(pf_threadpool_create(&tpp, &pool1));
-    pf_ops *ref = make_ops(1, NULL), *cpu3 = make_ops(0, pool3), *cpu1 = make_ops(0, pool1);
+    pf_threadpool *pool3 = otu_make_pool(3), *pool1 = otu_make_pool(1);
+    pf_ops *ref = otu_make_ops(g_stream, 1, NULL), *cpu3 = otu_make_ops(g_stream, 0, pool3),
+           *cpu1 = otu_make_ops(g_stream, 0, pool1);
     REQUIRE(ref && cpu3 && cpu1);
     struct {
         int sw, sh, W, H;
@@ -98,17 +81,10 @@ static void test_shapes_and_chunks(void)
         for (int fi = 0; fi < PPC_NFMT; fi++)
             for (int interp = 0; interp < 3; interp++) {
                 ppc_case c;
-                memset(&c, 0, sizeof c);
-                c.n = 1;
-                CHECK_OK(ppc_make_frame(&c.src[0], ppc_formats[fi], shapes[s].sw, shapes[s].sh, 5,
-                                        3));
-                c.rois[0] = (pf_rect){0, 0, shapes[s].sw, shapes[s].sh};
-                c.W = shapes[s].W;
-                c.H = shapes[s].H;
-                c.layout = interp == 1 ? PF_LAYOUT_NHWC : PF_LAYOUT_NCHW;
-                c.dtype = fi & 1 ? PF_DTYPE_F16 : PF_DTYPE_F32;
-                ppc_random_params(&c.p);
-                c.p.interp = (pf_interp)interp;
+                pf_layout lay = interp == 1 ? PF_LAYOUT_NHWC : PF_LAYOUT_NCHW;
+                pf_dtype dt = fi & 1 ? PF_DTYPE_F16 : PF_DTYPE_F32;
+                CHECK_OK(ppc_shape_case(&c, ppc_formats[fi], shapes[s].sw, shapes[s].sh,
+                                        shapes[s].W, shapes[s].H, lay, dt, (pf_interp)interp));
                 char label[48];
                 snprintf(label, sizeof label, "shape %zu fmt %d interp %d", s, fi, interp);
                 compare_case(ref, (s & 1) ? cpu1 : cpu3, &c, label);
@@ -161,7 +137,7 @@ static void test_shapes_and_chunks(void)
  * same), on both layouts and with padding. */
 static void test_f16_is_rounded_f32(void)
 {
-    pf_ops *cpu = make_ops(0, NULL);
+    pf_ops *cpu = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(cpu);
     for (int it = 0; it < 40; it++) {
         ppc_case c;
@@ -279,7 +255,7 @@ static pf_tensor new_dst(int n, int W, int H, pf_layout layout, pf_dtype dt)
  * value is the same colour), and bgr swaps channels. */
 static void test_constant_colour(void)
 {
-    pf_ops *ops[2] = {make_ops(1, NULL), make_ops(0, NULL)};
+    pf_ops *ops[2] = {otu_make_ops(g_stream, 1, NULL), otu_make_ops(g_stream, 0, NULL)};
     REQUIRE(ops[0] && ops[1]);
     const uint8_t rgb[3] = {51, 200, 7};
     for (int fi = 0; fi < 3; fi++)
@@ -344,7 +320,7 @@ static void test_constant_colour(void)
  * ops.h (six decimals, hence the 1e-5 bound on 0..1 values). */
 static void test_yuv_known(void)
 {
-    pf_ops *ops[2] = {make_ops(1, NULL), make_ops(0, NULL)};
+    pf_ops *ops[2] = {otu_make_ops(g_stream, 1, NULL), otu_make_ops(g_stream, 0, NULL)};
     REQUIRE(ops[0] && ops[1]);
     /* ops.h: y_off, y_scale, R<-V, G<-U, G<-V, B<-U per matrix and range. */
     static const double table[2][2][6] = {
@@ -420,7 +396,7 @@ static double ramp(int x, int y, int c) { return 10 * x + 40 * y + 3 * c; }
  * its pixels; bgr swaps channels; NHWC and NCHW put values where expected. */
 static void test_known_resizes(void)
 {
-    pf_ops *ops[2] = {make_ops(1, NULL), make_ops(0, NULL)};
+    pf_ops *ops[2] = {otu_make_ops(g_stream, 1, NULL), otu_make_ops(g_stream, 0, NULL)};
     REQUIRE(ops[0] && ops[1]);
     for (int o = 0; o < 2; o++) {
         const double tol = o == 0 ? 0.0 : 1e-5 * 2.0; /* std 0.5: R = 2 */
@@ -538,7 +514,7 @@ static void test_known_resizes(void)
  * gives the transposed geometry; a ROI's transform maps back to it. */
 static void test_letterbox(void)
 {
-    pf_ops *ops[2] = {make_ops(1, NULL), make_ops(0, NULL)};
+    pf_ops *ops[2] = {otu_make_ops(g_stream, 1, NULL), otu_make_ops(g_stream, 0, NULL)};
     REQUIRE(ops[0] && ops[1]);
     for (int o = 0; o < 2; o++) {
         pf_frame a = {0}, b = {0};
@@ -612,20 +588,9 @@ static void test_letterbox(void)
 
 /* Bad input ----------------------------------------------------------------------- */
 
-#define EXPECT_ERR(call, status, text) \
-    do { \
-        pf_clear_error(); \
-        pf_status st__ = (call); \
-        CHECK_EQ_INT(st__, status); \
-        if (!strstr(pf_last_error(), text)) { \
-            fprintf(stderr, "  message '%s' lacks '%s'\n", pf_last_error(), text); \
-            CHECK(!"message"); \
-        } \
-    } while (0)
-
 static void test_bad_input(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     pf_frame f = {0}, g = {0}, gray = {0};
     CHECK_OK(ppc_make_frame(&f, PF_PIXFMT_RGB24, 20, 10, 0, 0));
@@ -751,12 +716,7 @@ static void test_bad_input(void)
 
     /* Memory another device owns is not readable by the CPU context. A
      * stand-in device record is enough: only its type and name are read. */
-    static pf_device fake_gpu;
-    fake_gpu.props.type = PF_DEVICE_CUDA;
-    snprintf(fake_gpu.spec, sizeof fake_gpu.spec, "cuda:7");
-    pf_buffer *devbuf = NULL;
-    CHECK_OK(pf_buffer_wrap(f.data[0], f.stride[0] * 10, PF_MEM_DEVICE, &fake_gpu, NULL, NULL,
-                            &devbuf));
+    pf_buffer *devbuf = otu_fake_gpu_buffer(f.data[0], f.stride[0] * 10, 7);
     pf_frame onfake = {0};
     CHECK_OK(pf_frame_wrap(&onfake, PF_PIXFMT_RGB24, 20, 10, devbuf, 0, NULL));
     const pf_frame *with_fake[2] = {&f, &onfake};
@@ -781,10 +741,7 @@ static void test_bad_input(void)
 int main(void)
 {
     pf_test_seed(20261121);
-    if (pf_stream_create(NULL, &g_stream) != PF_OK) {
-        fprintf(stderr, "stream: %s\n", pf_last_error());
-        return 1;
-    }
+    if (!(g_stream = otu_cpu_stream())) return 1;
     PF_RUN(test_random_vs_reference);
     PF_RUN(test_shapes_and_chunks);
     PF_RUN(test_f16_is_rounded_f32);

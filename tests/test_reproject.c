@@ -6,33 +6,13 @@
  * with its message. */
 #include "ops/reproject.h"
 #include "device/backend.h"
+#include "ops_test_util.h"
 #include "reproject_util.h"
 
 #define DPI 3.14159265358979323846
 
 static pf_stream *g_stream;
 static pf_ops *g_ref, *g_cpu, *g_cpu3;
-
-static pf_ops *make_ops(int reference, pf_threadpool *pool)
-{
-    pf_ops_params p = pf_ops_params_default();
-    p.stream = g_stream;
-    p.reference = reference;
-    p.pool = pool;
-    pf_ops *ops = NULL;
-    CHECK_OK(pf_ops_create(&p, &ops));
-    return ops;
-}
-
-#define CHECK_ERR(expr, status, text) \
-    do { \
-        pf_status e_ = (expr); \
-        CHECK_EQ_INT(e_, status); \
-        if (!strstr(pf_last_error(), text)) { \
-            CHECK(!"message"); \
-            fprintf(stderr, "  expected \"%s\" in \"%s\"\n", text, pf_last_error()); \
-        } \
-    } while (0)
 
 /* Renders views with both contexts and compares; checks the padding too. */
 static void compare_views(pf_ops *fast, const pf_frame *src, const pf_view *views, int n,
@@ -494,8 +474,8 @@ static void test_mosaic_dsts(void)
     memset(&c, 0, sizeof c);
     CHECK_OK(pf_frame_wrap(&c, PF_PIXFMT_RGB24, 20, 10, mosaic.buf[0], 57, strides));
     po[1] = &c;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, v, po, 2, PF_INTERP_BILINEAR), PF_ERR_INVALID,
-              "dsts[1] overlaps dsts[0]");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, v, po, 2, PF_INTERP_BILINEAR), PF_ERR_INVALID,
+               "dsts[1] overlaps dsts[0]");
     pf_frame_unref(&c);
     pf_frame_unref(&alone);
     pf_frame_unref(&a);
@@ -515,10 +495,10 @@ static void test_cube_face_table(void)
         CHECK(v.fov == 90.0f && v.width == 37 && v.height == 37);
     }
     pf_view v;
-    CHECK_ERR(pf_cube_face_view(6, 10, &v), PF_ERR_INVALID, "face 6 outside 0..5");
-    CHECK_ERR(pf_cube_face_view(-1, 10, &v), PF_ERR_INVALID, "face -1");
-    CHECK_ERR(pf_cube_face_view(0, 0, &v), PF_ERR_INVALID, "face_size 0");
-    CHECK_ERR(pf_cube_face_view(0, 10, NULL), PF_ERR_INVALID, "out is NULL");
+    EXPECT_ERR(pf_cube_face_view(6, 10, &v), PF_ERR_INVALID, "face 6 outside 0..5");
+    EXPECT_ERR(pf_cube_face_view(-1, 10, &v), PF_ERR_INVALID, "face -1");
+    EXPECT_ERR(pf_cube_face_view(0, 0, &v), PF_ERR_INVALID, "face_size 0");
+    EXPECT_ERR(pf_cube_face_view(0, 10, NULL), PF_ERR_INVALID, "out is NULL");
     /* The up face's bottom edge looks at the front: its bottom-centre pixel
      * ray points up and forward (+Z), the top-centre one up and back. */
     CHECK_OK(pf_cube_face_view(2, 9, &v));
@@ -542,125 +522,120 @@ static void test_bad_inputs(void)
     pf_frame *pd = &dst;
     const pf_interp B = PF_INTERP_BILINEAR;
 
-    CHECK_ERR(pf_ops_equirect_to_views(NULL, &src, &v, &pd, 1, B), PF_ERR_INVALID, "ops is NULL");
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, NULL, &v, &pd, 1, B), PF_ERR_INVALID, "src is NULL");
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, NULL, &pd, 1, B), PF_ERR_INVALID,
-              "views is NULL");
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, &v, NULL, 1, B), PF_ERR_INVALID,
-              "dsts is NULL");
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, &v, &pd, 0, B), PF_ERR_INVALID,
-              "n = 0 outside 1..64");
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, &v, &pd, 65, B), PF_ERR_INVALID, "n = 65");
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, &v, &pd, 1, PF_INTERP_AREA),
-              PF_ERR_UNSUPPORTED, "interp area not supported");
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, &v, &pd, 1, (pf_interp)9), PF_ERR_INVALID,
-              "interp 9");
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &nv12, &v, &pd, 1, B), PF_ERR_UNSUPPORTED,
-              "src format nv12 not supported");
+    EXPECT_ERR(pf_ops_equirect_to_views(NULL, &src, &v, &pd, 1, B), PF_ERR_INVALID, "ops is NULL");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, NULL, &v, &pd, 1, B), PF_ERR_INVALID, "src is NULL");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, NULL, &pd, 1, B), PF_ERR_INVALID,
+               "views is NULL");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, &v, NULL, 1, B), PF_ERR_INVALID,
+               "dsts is NULL");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, &v, &pd, 0, B), PF_ERR_INVALID,
+               "n = 0 outside 1..64");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, &v, &pd, 65, B), PF_ERR_INVALID, "n = 65");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, &v, &pd, 1, PF_INTERP_AREA),
+               PF_ERR_UNSUPPORTED, "interp area not supported");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, &v, &pd, 1, (pf_interp)9), PF_ERR_INVALID,
+               "interp 9");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &nv12, &v, &pd, 1, B), PF_ERR_UNSUPPORTED,
+               "src format nv12 not supported");
     pf_frame bad = src;
     bad.format = (pf_pixfmt)42;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &bad, &v, &pd, 1, B), PF_ERR_INVALID,
-              "src format 42");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &bad, &v, &pd, 1, B), PF_ERR_INVALID,
+               "src format 42");
     bad = src;
     bad.data[0] = NULL;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &bad, &v, &pd, 1, B), PF_ERR_INVALID,
-              "src data[0] is NULL");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &bad, &v, &pd, 1, B), PF_ERR_INVALID,
+               "src data[0] is NULL");
     bad = src;
     bad.stride[0] = 100;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &bad, &v, &pd, 1, B), PF_ERR_INVALID,
-              "src stride 100 < row of 192 bytes");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &bad, &v, &pd, 1, B), PF_ERR_INVALID,
+               "src stride 100 < row of 192 bytes");
     bad = src;
     bad.stride[0] = (size_t)INT32_MAX + 1;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &bad, &v, &pd, 1, B), PF_ERR_INVALID,
-              "src stride 2147483648 exceeds 2147483647 bytes");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &bad, &v, &pd, 1, B), PF_ERR_INVALID,
+               "src stride 2147483648 exceeds 2147483647 bytes");
     bad = src;
     bad.width = 0;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &bad, &v, &pd, 1, B), PF_ERR_INVALID,
-              "src size 0x32");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &bad, &v, &pd, 1, B), PF_ERR_INVALID,
+               "src size 0x32");
     bad = src;
     bad.data[0] += 3; /* the last row now ends past the buffer */
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &bad, &v, &pd, 1, B), PF_ERR_INVALID,
-              "src pixels (6144 bytes from offset 3) do not lie inside its buffer of 6144");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &bad, &v, &pd, 1, B), PF_ERR_INVALID,
+               "src pixels (6144 bytes from offset 3) do not lie inside its buffer of 6144");
 
     /* Views. */
     pf_view w = v;
     w.fov = 0;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, &w, &pd, 1, B), PF_ERR_INVALID,
-              "views[0].fov = 0 outside (0, 180)");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, &w, &pd, 1, B), PF_ERR_INVALID,
+               "views[0].fov = 0 outside (0, 180)");
     w.fov = 180;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, &w, &pd, 1, B), PF_ERR_INVALID,
-              "views[0].fov = 180 outside");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, &w, &pd, 1, B), PF_ERR_INVALID,
+               "views[0].fov = 180 outside");
     w.fov = -5;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, &w, &pd, 1, B), PF_ERR_INVALID,
-              "views[0].fov = -5");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, &w, &pd, 1, B), PF_ERR_INVALID,
+               "views[0].fov = -5");
     w.fov = NAN;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, &w, &pd, 1, B), PF_ERR_INVALID,
-              "views[0].fov = nan");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, &w, &pd, 1, B), PF_ERR_INVALID,
+               "views[0].fov = nan");
     w = v;
     w.pitch = INFINITY;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, &w, &pd, 1, B), PF_ERR_INVALID,
-              "views[0].pitch = inf is not finite");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, &w, &pd, 1, B), PF_ERR_INVALID,
+               "views[0].pitch = inf is not finite");
     w = v;
     w.yaw = NAN;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, &w, &pd, 1, B), PF_ERR_INVALID,
-              "views[0].yaw = nan");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, &w, &pd, 1, B), PF_ERR_INVALID,
+               "views[0].yaw = nan");
     w = v;
     w.width = 0;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, &w, &pd, 1, B), PF_ERR_INVALID,
-              "views[0] size 0x8 outside 1..65536");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, &w, &pd, 1, B), PF_ERR_INVALID,
+               "views[0] size 0x8 outside 1..65536");
     w = v;
     w.width = PF_FRAME_MAX_DIM + 1;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, &w, &pd, 1, B), PF_ERR_INVALID,
-              "views[0] size 65537x8 outside 1..65536");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, &w, &pd, 1, B), PF_ERR_INVALID,
+               "views[0] size 65537x8 outside 1..65536");
     w = v;
     w.height = -3;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, &w, &pd, 1, B), PF_ERR_INVALID,
-              "views[0] size 16x-3");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, &w, &pd, 1, B), PF_ERR_INVALID,
+               "views[0] size 16x-3");
 
     /* Destinations: the second of two views is checked too. */
     pf_view two[2] = {v, v};
     pf_frame *pp[2] = {&dst, NULL};
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, two, pp, 2, B), PF_ERR_INVALID,
-              "dsts[1] is NULL");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, two, pp, 2, B), PF_ERR_INVALID,
+               "dsts[1] is NULL");
     pp[1] = &other;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, two, pp, 2, B), PF_ERR_INVALID,
-              "dsts[1] format rgba differs from src format rgb24");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, two, pp, 2, B), PF_ERR_INVALID,
+               "dsts[1] format rgba differs from src format rgb24");
     two[1].width = 17;
     pf_frame dst2;
     RP_REQUIRE_OK(rp_frame_make(&dst2, PF_PIXFMT_RGB24, 16, 8, 0, 0));
     pp[1] = &dst2;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, two, pp, 2, B), PF_ERR_INVALID,
-              "dsts[1] is 16x8 but views[1] is 17x8");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, two, pp, 2, B), PF_ERR_INVALID,
+               "dsts[1] is 16x8 but views[1] is 17x8");
     two[1] = v;
     pp[1] = &dst;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, two, pp, 2, B), PF_ERR_INVALID,
-              "dsts[1] overlaps dsts[0]");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, two, pp, 2, B), PF_ERR_INVALID,
+               "dsts[1] overlaps dsts[0]");
     /* A destination inside the source's memory. */
     pf_frame inside;
     memset(&inside, 0, sizeof inside);
     CHECK_OK(pf_frame_wrap(&inside, PF_PIXFMT_RGB24, 16, 8, src.buf[0], 100, NULL));
     pf_frame *pi = &inside;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, &v, &pi, 1, B), PF_ERR_INVALID,
-              "dsts[0] overlaps src");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, &v, &pi, 1, B), PF_ERR_INVALID,
+               "dsts[0] overlaps src");
     pf_frame_unref(&inside);
 
     /* Device memory of a device a CPU stream cannot reach (a stand-in
      * device record: this machine may have no GPU). */
-    static pf_device fake;
-    fake.props.type = PF_DEVICE_CUDA;
-    fake.props.index = 7;
-    snprintf(fake.spec, sizeof fake.spec, "cuda:7");
-    pf_buffer *db = NULL;
     static uint8_t fake_mem[16 * 8 * 3];
-    CHECK_OK(pf_buffer_wrap(fake_mem, sizeof fake_mem, PF_MEM_DEVICE, &fake, NULL, NULL, &db));
+    pf_buffer *db = otu_fake_gpu_buffer(fake_mem, sizeof fake_mem, 7);
     pf_frame dev;
     memset(&dev, 0, sizeof dev);
     CHECK_OK(pf_frame_wrap(&dev, PF_PIXFMT_RGB24, 16, 8, db, 0, NULL));
     pf_frame *pdev = &dev;
-    CHECK_ERR(pf_ops_equirect_to_views(g_cpu, &src, &v, &pdev, 1, B), PF_ERR_UNSUPPORTED,
-              "dsts[0] is device memory of cuda:7, not reachable from the CPU stream");
-    CHECK_ERR(pf_ops_equirect_to_views(g_ref, &dev, &v, &pd, 1, B), PF_ERR_UNSUPPORTED,
-              "src is device memory of cuda:7");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cpu, &src, &v, &pdev, 1, B), PF_ERR_UNSUPPORTED,
+               "dsts[0] is device memory of cuda:7, not reachable from the CPU stream");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_ref, &dev, &v, &pd, 1, B), PF_ERR_UNSUPPORTED,
+               "src is device memory of cuda:7");
     pf_frame_unref(&dev);
     pf_buffer_unref(&db);
     /* "Device" memory of the CPU device is host memory: fine. */
@@ -678,39 +653,39 @@ static void test_bad_inputs(void)
     RP_REQUIRE_OK(rp_frame_make(&cube, PF_PIXFMT_RGB24, 30, 20, 0, 0));
     const pf_cube_layout L = PF_CUBE_3X2;
     CHECK_OK(pf_ops_equirect_to_cubemap(g_cpu, &src, &cube, 10, L, B));
-    CHECK_ERR(pf_ops_equirect_to_cubemap(NULL, &src, &cube, 10, L, B), PF_ERR_INVALID,
-              "pf_ops_equirect_to_cubemap: ops is NULL");
-    CHECK_ERR(pf_ops_equirect_to_cubemap(g_cpu, NULL, &cube, 10, L, B), PF_ERR_INVALID,
-              "src is NULL");
-    CHECK_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, NULL, 10, L, B), PF_ERR_INVALID,
-              "dst is NULL");
-    CHECK_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, &cube, 0, L, B), PF_ERR_INVALID,
-              "face_size 0 outside 1..65536");
-    CHECK_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, &cube, PF_FRAME_MAX_DIM + 1, L, B),
-              PF_ERR_INVALID, "face_size 65537 outside 1..65536");
-    CHECK_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, &cube, 10, (pf_cube_layout)7, B),
-              PF_ERR_INVALID, "layout 7 is not a pf_cube_layout");
-    CHECK_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, &cube, 11, L, B), PF_ERR_INVALID,
-              "dst is 30x20 but a 3x2 cube map of face_size 11 is 33x22");
-    CHECK_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, &cube, 10, PF_CUBE_1X6, B), PF_ERR_INVALID,
-              "dst is 30x20 but a 1x6 cube map of face_size 10 is 10x60");
-    CHECK_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, &cube, 10, L, PF_INTERP_AREA),
-              PF_ERR_UNSUPPORTED, "interp area");
-    CHECK_ERR(pf_ops_equirect_to_cubemap(g_cpu, &nv12, &cube, 10, L, B), PF_ERR_UNSUPPORTED,
-              "src format nv12");
+    EXPECT_ERR(pf_ops_equirect_to_cubemap(NULL, &src, &cube, 10, L, B), PF_ERR_INVALID,
+               "pf_ops_equirect_to_cubemap: ops is NULL");
+    EXPECT_ERR(pf_ops_equirect_to_cubemap(g_cpu, NULL, &cube, 10, L, B), PF_ERR_INVALID,
+               "src is NULL");
+    EXPECT_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, NULL, 10, L, B), PF_ERR_INVALID,
+               "dst is NULL");
+    EXPECT_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, &cube, 0, L, B), PF_ERR_INVALID,
+               "face_size 0 outside 1..65536");
+    EXPECT_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, &cube, PF_FRAME_MAX_DIM + 1, L, B),
+               PF_ERR_INVALID, "face_size 65537 outside 1..65536");
+    EXPECT_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, &cube, 10, (pf_cube_layout)7, B),
+               PF_ERR_INVALID, "layout 7 is not a pf_cube_layout");
+    EXPECT_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, &cube, 11, L, B), PF_ERR_INVALID,
+               "dst is 30x20 but a 3x2 cube map of face_size 11 is 33x22");
+    EXPECT_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, &cube, 10, PF_CUBE_1X6, B), PF_ERR_INVALID,
+               "dst is 30x20 but a 1x6 cube map of face_size 10 is 10x60");
+    EXPECT_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, &cube, 10, L, PF_INTERP_AREA),
+               PF_ERR_UNSUPPORTED, "interp area");
+    EXPECT_ERR(pf_ops_equirect_to_cubemap(g_cpu, &nv12, &cube, 10, L, B), PF_ERR_UNSUPPORTED,
+               "src format nv12");
     pf_frame cube4;
     RP_REQUIRE_OK(rp_frame_make(&cube4, PF_PIXFMT_RGBA, 30, 20, 0, 0));
-    CHECK_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, &cube4, 10, L, B), PF_ERR_INVALID,
-              "dst format rgba differs from src format rgb24");
+    EXPECT_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, &cube4, 10, L, B), PF_ERR_INVALID,
+               "dst format rgba differs from src format rgb24");
     bad = cube;
     bad.stride[0] = 10;
-    CHECK_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, &bad, 10, L, B), PF_ERR_INVALID,
-              "dst stride 10 < row of 90 bytes");
+    EXPECT_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, &bad, 10, L, B), PF_ERR_INVALID,
+               "dst stride 10 < row of 90 bytes");
     pf_frame cin;
     memset(&cin, 0, sizeof cin);
     CHECK_OK(pf_frame_wrap(&cin, PF_PIXFMT_RGB24, 30, 20, src.buf[0], 0, NULL));
-    CHECK_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, &cin, 10, L, B), PF_ERR_INVALID,
-              "dst overlaps src");
+    EXPECT_ERR(pf_ops_equirect_to_cubemap(g_cpu, &src, &cin, 10, L, B), PF_ERR_INVALID,
+               "dst overlaps src");
     pf_frame_unref(&cin);
     pf_frame_unref(&cube4);
     pf_frame_unref(&cube);
@@ -725,18 +700,14 @@ static void test_bad_inputs(void)
 int main(void)
 {
     pf_test_seed(0x360360);
-    pf_stream_params sp = pf_stream_params_default();
-    if (pf_stream_create(&sp, &g_stream) != PF_OK) {
-        fprintf(stderr, "stream: %s\n", pf_last_error());
-        return 1;
-    }
+    if (!(g_stream = otu_cpu_stream())) return 1;
     pf_threadpool_params tp = pf_threadpool_params_default();
     tp.num_threads = 3;
     pf_threadpool *pool3 = NULL;
     if (pf_threadpool_create(&tp, &pool3) != PF_OK) return 1;
-    g_ref = make_ops(1, NULL);
-    g_cpu = make_ops(0, NULL);
-    g_cpu3 = make_ops(0, pool3);
+    g_ref = otu_make_ops(g_stream, 1, NULL);
+    g_cpu = otu_make_ops(g_stream, 0, NULL);
+    g_cpu3 = otu_make_ops(g_stream, 0, pool3);
     if (!g_ref || !g_cpu || !g_cpu3) return 1;
 
     PF_RUN(test_cube_face_table);

@@ -10,7 +10,7 @@
  * operations in the reference's order (src/ops/resize.h), so any difference
  * at all is a bug (a wrong tap, weight or order), not rounding noise. The
  * bytes between rows (stride padding) must be left untouched. */
-#include "pf_test.h"
+#include "ops_test_util.h"
 
 #include "device/backend.h"
 
@@ -20,94 +20,18 @@ static const pf_pixfmt k_formats[] = {PF_PIXFMT_RGB24, PF_PIXFMT_BGR24, PF_PIXFM
                                       PF_PIXFMT_GRAY8, PF_PIXFMT_NV12, PF_PIXFMT_I420};
 #define NFMT 6
 
-#define EXPECT_ERR(call, status, text) \
-    do { \
-        pf_clear_error(); \
-        pf_status st__ = (call); \
-        CHECK_EQ_INT(st__, status); \
-        if (!strstr(pf_last_error(), text)) { \
-            fprintf(stderr, "  message '%s' lacks '%s'\n", pf_last_error(), text); \
-            CHECK(!"message"); \
-        } \
-    } while (0)
-
-static pf_ops *make_ops(int reference, pf_threadpool *pool)
-{
-    pf_ops_params op = pf_ops_params_default();
-    op.stream = g_stream;
-    op.reference = reference;
-    op.pool = pool;
-    pf_ops *ops = NULL;
-    CHECK_OK(pf_ops_create(&op, &ops));
-    return ops;
-}
-
-/* A host frame in a buffer of its own, starting `offset` bytes in, each
- * stride row + 0..pad_max bytes; every byte (padding included) = `fill`, or
- * random when fill < 0. */
-static pf_status make_frame(pf_frame *f, pf_pixfmt fmt, int w, int h, int pad_max, size_t offset,
-                            int fill)
-{
-    size_t strides[PF_FRAME_MAX_PLANES] = {0}, total = offset;
-    for (int p = 0; p < pf_pixfmt_num_planes(fmt); p++) {
-        size_t row, rows;
-        pf_status st = pf_pixfmt_plane_size(fmt, w, h, p, &row, &rows);
-        if (st != PF_OK) return st;
-        strides[p] = row + (size_t)(pad_max ? pf_test_rand_range(0, pad_max) : 0);
-        total += strides[p] * rows;
-    }
-    pf_buffer *b = NULL;
-    pf_status st = pf_buffer_alloc_host(total, &b);
-    if (st != PF_OK) return st;
-    uint8_t *d = pf_buffer_data(b);
-    for (size_t i = 0; i < total; i++) d[i] = (uint8_t)(fill < 0 ? (int)pf_test_rand() : fill);
-    st = pf_frame_wrap(f, fmt, w, h, b, offset, strides);
-    pf_buffer_unref(&b);
-    return st;
-}
-
-static pf_status clone_frame(pf_frame *f, const pf_frame *src)
-{
-    pf_buffer *sb = src->buf[0];
-    size_t size = pf_buffer_size(sb), off = (size_t)(src->data[0] - (uint8_t *)pf_buffer_data(sb));
-    pf_buffer *b = NULL;
-    pf_status st = pf_buffer_alloc_host(size, &b);
-    if (st != PF_OK) return st;
-    memcpy(pf_buffer_data(b), pf_buffer_data(sb), size);
-    st = pf_frame_wrap(f, src->format, src->width, src->height, b, off, src->stride);
-    pf_buffer_unref(&b);
-    return st;
-}
-
-/* Whole buffers equal (pixels and padding); the first difference reported. */
-static int same_bytes(const pf_frame *a, const pf_frame *b, const char *label)
-{
-    size_t n = pf_buffer_size(a->buf[0]);
-    const uint8_t *pa = pf_buffer_data(a->buf[0]), *pb = pf_buffer_data(b->buf[0]);
-    for (size_t i = 0; i < n; i++) {
-        if (pa[i] == pb[i]) continue;
-        int plane = 0;
-        for (int p = 1; p < a->num_planes; p++)
-            if (pa + i >= a->data[p]) plane = p;
-        size_t off = (size_t)(pa + i - a->data[plane]);
-        fprintf(stderr, "  %s: plane %d row %zu byte %zu: %d vs %d\n", label, plane,
-                off / a->stride[plane], off % a->stride[plane], pa[i], pb[i]);
-        return 0;
-    }
-    return 1;
-}
-
 /* Reference and CPU path on one case: identical destination buffers. */
 static void compare(pf_ops *ref, pf_ops *cpu, const pf_frame *src, int dw, int dh,
                     pf_interp interp, const char *label)
 {
     pf_frame a = {0}, b = {0};
-    CHECK_OK(make_frame(&a, src->format, dw, dh, 5, (size_t)pf_test_rand_range(0, 3), -1));
-    CHECK_OK(clone_frame(&b, &a));
+    const size_t offset = (size_t)pf_test_rand_range(0, 3);
+    CHECK_OK(otu_make_frame(&a, src->format, dw, dh, 5, offset, OTU_RANDOM));
+    CHECK_OK(otu_clone_frame(&b, &a));
     pf_status sa = pf_ops_resize(ref, src, &a, interp), sb = pf_ops_resize(cpu, src, &b, interp);
     CHECK_OK(sa);
     CHECK_OK(sb);
-    if (sa == PF_OK && sb == PF_OK && !same_bytes(&a, &b, label)) {
+    if (sa == PF_OK && sb == PF_OK && !otu_same_bytes(&a, &b, label)) {
         fprintf(stderr, "  %s: %s %dx%d -> %dx%d interp %d\n", label, pf_pixfmt_name(src->format),
                 src->width, src->height, dw, dh, (int)interp);
         CHECK(!"bit-exact");
@@ -118,7 +42,7 @@ static void compare(pf_ops *ref, pf_ops *cpu, const pf_frame *src, int dw, int d
 
 static void test_random_vs_reference(void)
 {
-    pf_ops *ref = make_ops(1, NULL), *cpu = make_ops(0, NULL);
+    pf_ops *ref = otu_make_ops(g_stream, 1, NULL), *cpu = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ref && cpu);
     for (int it = 0; it < 60; it++) {
         int sw = (int)pf_test_rand_range(1, 50), sh = (int)pf_test_rand_range(1, 40);
@@ -127,7 +51,7 @@ static void test_random_vs_reference(void)
         if (it >= 4 && it < 8) dw = dh = 1;
         for (int f = 0; f < NFMT; f++) {
             pf_frame src = {0};
-            CHECK_OK(make_frame(&src, k_formats[f], sw, sh, 6, (size_t)(it % 5), -1));
+            CHECK_OK(otu_make_frame(&src, k_formats[f], sw, sh, 6, (size_t)(it % 5), OTU_RANDOM));
             for (int interp = 0; interp < 3; interp++) {
                 char label[64];
                 snprintf(label, sizeof label, "case %d", it);
@@ -143,13 +67,9 @@ static void test_random_vs_reference(void)
 /* Extreme factors and the benchmark's shapes, 1- and 3-thread pools. */
 static void test_extreme_and_threads(void)
 {
-    pf_threadpool_params tpp = pf_threadpool_params_default();
-    tpp.num_threads = 3;
-    pf_threadpool *pool3 = NULL, *pool1 = NULL;
-    CHECK_OK(pf_threadpool_create(&tpp, &pool3));
-    tpp.num_threads = 1;
-    CHECK_OK(pf_threadpool_create(&tpp, &pool1));
-    pf_ops *ref = make_ops(1, NULL), *cpu3 = make_ops(0, pool3), *cpu1 = make_ops(0, pool1);
+    pf_threadpool *pool3 = otu_make_pool(3), *pool1 = otu_make_pool(1);
+    pf_ops *ref = otu_make_ops(g_stream, 1, NULL), *cpu3 = otu_make_ops(g_stream, 0, pool3),
+           *cpu1 = otu_make_ops(g_stream, 0, pool1);
     REQUIRE(ref && cpu3 && cpu1);
     const struct {
         int sw, sh, dw, dh;
@@ -158,7 +78,8 @@ static void test_extreme_and_threads(void)
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int f = 0; f < NFMT; f++) {
             pf_frame src = {0};
-            CHECK_OK(make_frame(&src, k_formats[f], shapes[s].sw, shapes[s].sh, 4, 1, -1));
+            const int sw = shapes[s].sw, sh = shapes[s].sh;
+            CHECK_OK(otu_make_frame(&src, k_formats[f], sw, sh, 4, 1, OTU_RANDOM));
             for (int interp = 0; interp < 3; interp++) {
                 char label[64];
                 snprintf(label, sizeof label, "shape %zu", s);
@@ -171,7 +92,7 @@ static void test_extreme_and_threads(void)
     const pf_pixfmt big[] = {PF_PIXFMT_RGB24, PF_PIXFMT_NV12};
     for (int f = 0; f < 2; f++) {
         pf_frame src = {0};
-        CHECK_OK(make_frame(&src, big[f], 1920, 1080, 0, 0, -1));
+        CHECK_OK(otu_make_frame(&src, big[f], 1920, 1080, 0, 0, OTU_RANDOM));
         compare(ref, cpu3, &src, 512, 512, PF_INTERP_BILINEAR, "1080p bilinear");
         compare(ref, cpu3, &src, 512, 512, PF_INTERP_AREA, "1080p area");
         pf_frame_unref(&src);
@@ -194,8 +115,8 @@ static uint8_t *px(const pf_frame *f, int plane, int x, int y, int bpp)
 static void gray_row(pf_ops *ops, const int *v, int w, int dw, pf_interp interp, int *out)
 {
     pf_frame s = {0}, d = {0};
-    CHECK_OK(make_frame(&s, PF_PIXFMT_GRAY8, w, 1, 0, 0, 0));
-    CHECK_OK(make_frame(&d, PF_PIXFMT_GRAY8, dw, 1, 0, 0, 0xAB));
+    CHECK_OK(otu_make_frame(&s, PF_PIXFMT_GRAY8, w, 1, 0, 0, 0));
+    CHECK_OK(otu_make_frame(&d, PF_PIXFMT_GRAY8, dw, 1, 0, 0, 0xAB));
     for (int i = 0; i < w; i++) s.data[0][i] = (uint8_t)v[i];
     CHECK_OK(pf_ops_resize(ops, &s, &d, interp));
     for (int i = 0; i < dw; i++) out[i] = d.data[0][i];
@@ -214,7 +135,7 @@ static void gray_row(pf_ops *ops, const int *v, int w, int dw, pf_interp interp,
 
 static void test_known_rows(void)
 {
-    pf_ops *ops[2] = {make_ops(0, NULL), make_ops(1, NULL)};
+    pf_ops *ops[2] = {otu_make_ops(g_stream, 0, NULL), otu_make_ops(g_stream, 1, NULL)};
     REQUIRE(ops[0] && ops[1]);
     for (int k = 0; k < 2; k++) {
         pf_ops *o = ops[k];
@@ -251,7 +172,7 @@ static void test_known_rows(void)
 /* A solid colour stays solid at any size, format and interpolation. */
 static void test_constant(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     for (int it = 0; it < 10; it++) {
         int sw = (int)pf_test_rand_range(1, 300), sh = (int)pf_test_rand_range(1, 200);
@@ -261,7 +182,7 @@ static void test_constant(void)
         if (it == 0) memset(colour, 255, 4);
         for (int f = 0; f < NFMT; f++) {
             pf_frame s = {0};
-            CHECK_OK(make_frame(&s, k_formats[f], sw, sh, 3, 0, 0));
+            CHECK_OK(otu_make_frame(&s, k_formats[f], sw, sh, 3, 0, 0));
             int bpp[3] = {k_formats[f] == PF_PIXFMT_RGBA ? 4 : (f < 2 ? 3 : 1),
                           k_formats[f] == PF_PIXFMT_NV12 ? 2 : 1, 1};
             for (int p = 0; p < s.num_planes; p++) {
@@ -273,7 +194,7 @@ static void test_constant(void)
             }
             for (int interp = 0; interp < 3; interp++) {
                 pf_frame d = {0};
-                CHECK_OK(make_frame(&d, k_formats[f], dw, dh, 3, 0, -1));
+                CHECK_OK(otu_make_frame(&d, k_formats[f], dw, dh, 3, 0, OTU_RANDOM));
                 CHECK_OK(pf_ops_resize(ops, &s, &d, (pf_interp)interp));
                 int bad = 0;
                 for (int p = 0; p < d.num_planes; p++) {
@@ -302,19 +223,19 @@ static void test_constant(void)
  * and the Y samples (1, 1), (3, 1), (1, 3), (3, 3)). */
 static void test_known_2d(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     pf_frame s = {0}, d = {0};
-    CHECK_OK(make_frame(&s, PF_PIXFMT_RGB24, 2, 2, 2, 1, 0));
+    CHECK_OK(otu_make_frame(&s, PF_PIXFMT_RGB24, 2, 2, 2, 1, 0));
     const uint8_t v[4][3] = {{0, 10, 255}, {1, 20, 255}, {2, 30, 0}, {3, 41, 0}};
     for (int i = 0; i < 4; i++) memcpy(px(&s, 0, i & 1, i >> 1, 3), v[i], 3);
-    CHECK_OK(make_frame(&d, PF_PIXFMT_RGB24, 1, 1, 0, 0, 0));
+    CHECK_OK(otu_make_frame(&d, PF_PIXFMT_RGB24, 1, 1, 0, 0, 0));
     CHECK_OK(pf_ops_resize(ops, &s, &d, PF_INTERP_AREA));
     CHECK_EQ_INT(d.data[0][0], 2);   /* 1.5 -> 2 */
     CHECK_EQ_INT(d.data[0][1], 25);  /* 25.25 -> 25 */
     CHECK_EQ_INT(d.data[0][2], 128); /* 127.5 -> 128 */
     pf_frame_unref(&d);
-    CHECK_OK(make_frame(&d, PF_PIXFMT_RGB24, 3, 3, 1, 0, 0));
+    CHECK_OK(otu_make_frame(&d, PF_PIXFMT_RGB24, 3, 3, 1, 0, 0));
     CHECK_OK(pf_ops_resize(ops, &s, &d, PF_INTERP_BILINEAR));
     CHECK_EQ_INT(px(&d, 0, 1, 1, 3)[1], 25);
     CHECK_EQ_INT(px(&d, 0, 0, 0, 3)[1], 10); /* corners clamp to the corner pixels */
@@ -322,7 +243,7 @@ static void test_known_2d(void)
     pf_frame_unref(&d);
     pf_frame_unref(&s);
 
-    CHECK_OK(make_frame(&s, PF_PIXFMT_NV12, 4, 4, 0, 0, 0));
+    CHECK_OK(otu_make_frame(&s, PF_PIXFMT_NV12, 4, 4, 0, 0, 0));
     for (int y = 0; y < 4; y++)
         for (int x = 0; x < 4; x++) *px(&s, 0, x, y, 1) = (uint8_t)(10 * y + x);
     for (int y = 0; y < 2; y++)
@@ -330,7 +251,7 @@ static void test_known_2d(void)
             px(&s, 1, x, y, 2)[0] = (uint8_t)(100 + 10 * y + x);
             px(&s, 1, x, y, 2)[1] = (uint8_t)(200 + 10 * y + x);
         }
-    CHECK_OK(make_frame(&d, PF_PIXFMT_NV12, 2, 2, 0, 0, 0));
+    CHECK_OK(otu_make_frame(&d, PF_PIXFMT_NV12, 2, 2, 0, 0, 0));
     CHECK_OK(pf_ops_resize(ops, &s, &d, PF_INTERP_NEAREST));
     CHECK_EQ_INT(*px(&d, 0, 0, 0, 1), 11);
     CHECK_EQ_INT(*px(&d, 0, 1, 0, 1), 13);
@@ -360,11 +281,8 @@ static pf_status make_mask(pf_tensor *t, int ndim, const int64_t *shape, float l
 
 static void test_masks(void)
 {
-    pf_threadpool_params tpp = pf_threadpool_params_default();
-    tpp.num_threads = 3;
-    pf_threadpool *pool3 = NULL;
-    CHECK_OK(pf_threadpool_create(&tpp, &pool3));
-    pf_ops *ref = make_ops(1, NULL), *cpu = make_ops(0, pool3);
+    pf_threadpool *pool3 = otu_make_pool(3);
+    pf_ops *ref = otu_make_ops(g_stream, 1, NULL), *cpu = otu_make_ops(g_stream, 0, pool3);
     REQUIRE(ref && cpu);
     long values = 0;
     for (int it = 0; it < 40; it++) {
@@ -427,12 +345,12 @@ static void test_masks(void)
 
 static void test_bad_input(void)
 {
-    pf_ops *ops = make_ops(0, NULL);
+    pf_ops *ops = otu_make_ops(g_stream, 0, NULL);
     REQUIRE(ops);
     pf_frame src = {0}, dst = {0}, gray = {0};
-    CHECK_OK(make_frame(&src, PF_PIXFMT_RGB24, 20, 10, 0, 0, 7));
-    CHECK_OK(make_frame(&dst, PF_PIXFMT_RGB24, 8, 6, 0, 0, 0x5C));
-    CHECK_OK(make_frame(&gray, PF_PIXFMT_GRAY8, 8, 6, 0, 0, 0));
+    CHECK_OK(otu_make_frame(&src, PF_PIXFMT_RGB24, 20, 10, 0, 0, 7));
+    CHECK_OK(otu_make_frame(&dst, PF_PIXFMT_RGB24, 8, 6, 0, 0, 0x5C));
+    CHECK_OK(otu_make_frame(&gray, PF_PIXFMT_GRAY8, 8, 6, 0, 0, 0));
     EXPECT_ERR(pf_ops_resize(NULL, &src, &dst, PF_INTERP_AREA), PF_ERR_INVALID, "ops is NULL");
     EXPECT_ERR(pf_ops_resize(ops, NULL, &dst, PF_INTERP_AREA), PF_ERR_INVALID, "src is NULL");
     EXPECT_ERR(pf_ops_resize(ops, &src, NULL, PF_INTERP_AREA), PF_ERR_INVALID, "dst is NULL");
@@ -465,12 +383,8 @@ static void test_bad_input(void)
     CHECK_OK(pf_frame_wrap(&inside, PF_PIXFMT_RGB24, 2, 2, src.buf[0], 100, NULL));
     EXPECT_ERR(pf_ops_resize(ops, &src, &inside, PF_INTERP_BILINEAR), PF_ERR_INVALID, "overlaps");
     pf_frame_unref(&inside);
-    static pf_device fake;
-    fake.props.type = PF_DEVICE_CUDA;
-    snprintf(fake.spec, sizeof fake.spec, "cuda:3");
     static uint8_t fake_mem[20 * 10 * 3];
-    pf_buffer *db = NULL;
-    CHECK_OK(pf_buffer_wrap(fake_mem, sizeof fake_mem, PF_MEM_DEVICE, &fake, NULL, NULL, &db));
+    pf_buffer *db = otu_fake_gpu_buffer(fake_mem, sizeof fake_mem, 3);
     pf_frame ondev = {0};
     CHECK_OK(pf_frame_wrap(&ondev, PF_PIXFMT_RGB24, 20, 10, db, 0, NULL));
     EXPECT_ERR(pf_ops_resize(ops, &ondev, &dst, PF_INTERP_BILINEAR), PF_ERR_UNSUPPORTED,
@@ -532,10 +446,7 @@ static void test_bad_input(void)
 int main(void)
 {
     pf_test_seed(20261123);
-    if (pf_stream_create(NULL, &g_stream) != PF_OK) {
-        fprintf(stderr, "stream: %s\n", pf_last_error());
-        return 1;
-    }
+    if (!(g_stream = otu_cpu_stream())) return 1;
     PF_RUN(test_random_vs_reference);
     PF_RUN(test_extreme_and_threads);
     PF_RUN(test_known_rows);

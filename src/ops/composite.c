@@ -9,13 +9,14 @@
  * the user's values, which checks this file). */
 #include <math.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "../core/error.h"
 #include "../device/backend.h"
+#include "check.h"
 #include "composite.h"
 #include "ops_impl.h"
+#include "yuv.h"
 
 #define FN "pf_ops_composite"
 
@@ -26,118 +27,17 @@ static const char *kind_name(int k)
     return k >= 0 && k <= 4 ? names[k] : "?";
 }
 
-static int is_input_format(pf_pixfmt f)
-{
-    return f == PF_PIXFMT_RGB24 || f == PF_PIXFMT_BGR24 || f == PF_PIXFMT_RGBA ||
-           f == PF_PIXFMT_NV12 || f == PF_PIXFMT_I420;
-}
+/* Kernels index rows with 32 bits: strides up to INT32_MAX. */
+static const pf_ops_frame_rule input_rule = {
+    PF_OPS_FMT(PF_PIXFMT_RGB24) | PF_OPS_FMT(PF_PIXFMT_BGR24) | PF_OPS_FMT(PF_PIXFMT_RGBA) |
+        PF_OPS_FMT(PF_PIXFMT_NV12) | PF_OPS_FMT(PF_PIXFMT_I420),
+    "it must be rgb24, bgr24, rgba, nv12 or i420", INT32_MAX, 0};
+static const pf_ops_frame_rule output_rule = {
+    PF_OPS_FMT(PF_PIXFMT_RGB24) | PF_OPS_FMT(PF_PIXFMT_BGR24) | PF_OPS_FMT(PF_PIXFMT_RGBA) |
+        PF_OPS_FMT(PF_PIXFMT_NV12),
+    "the output must be rgb24, bgr24, rgba or nv12", INT32_MAX, 0};
 
-static int is_output_format(pf_pixfmt f)
-{
-    return f == PF_PIXFMT_RGB24 || f == PF_PIXFMT_BGR24 || f == PF_PIXFMT_RGBA ||
-           f == PF_PIXFMT_NV12;
-}
-
-/* Whether memory of buffer `b` can be read or written by the context's
- * device. Memory without a buffer counts as pageable host memory (what
- * pf_frame_domain / pf_tensor_domain report). CPU: anything but another
- * device's memory. CUDA: its own device memory, or page-locked memory that a
- * CUDA device allocated (a CPU-device "pinned" buffer is ordinary heap). */
-static pf_status check_reachable(const pf_ops *ops, const pf_buffer *b, const char *what)
-{
-    if (!b && ops->dev->props.type != PF_DEVICE_CPU)
-        return pf_set_error(PF_ERR_UNSUPPORTED,
-                            FN ": %s has no buffer, so it counts as pageable host memory, not "
-                            "reachable from the %s context (wrap device or pinned memory in a "
-                            "pf_buffer)",
-                            what, ops->dev->spec);
-    pf_mem_domain d = pf_buffer_domain(b);
-    pf_device *owner = b ? pf_buffer_device(b) : NULL;
-    int owner_gpu = owner && owner->props.type != PF_DEVICE_CPU;
-    const char *owner_name = owner ? owner->spec : "host";
-    if (ops->dev->props.type == PF_DEVICE_CPU) {
-        if (d == PF_MEM_DEVICE && owner_gpu)
-            return pf_set_error(PF_ERR_UNSUPPORTED,
-                                FN ": %s is device memory of %s, not readable by the CPU "
-                                "context (copy it to host memory first)",
-                                what, owner_name);
-        return PF_OK;
-    }
-    if (d == PF_MEM_DEVICE && owner == ops->dev) return PF_OK;
-    if (d == PF_MEM_PINNED && owner_gpu) return PF_OK;
-    return pf_set_error(PF_ERR_UNSUPPORTED,
-                        FN ": %s is %s memory of %s, not reachable from the %s context "
-                        "(use device memory of %s or pinned memory)",
-                        what, pf_mem_domain_name(d), owner_name, ops->dev->spec, ops->dev->spec);
-}
-
-/* [p, p + n) must lie inside b's bytes (when there is a buffer to check). */
-static pf_status check_inside(const pf_buffer *b, const void *p, size_t n, const char *what)
-{
-    if (!b) return PF_OK;
-    const uint8_t *lo = pf_buffer_data(b), *q = p;
-    size_t size = pf_buffer_size(b);
-    if (!lo || q < lo || (size_t)(q - lo) > size || n > size - (size_t)(q - lo))
-        return pf_set_error(PF_ERR_INVALID,
-                            FN ": %s needs %zu bytes from %p but its buffer holds [%p, %p)", what,
-                            n, p, (const void *)lo, (const void *)(lo + size));
-    return PF_OK;
-}
-
-/* Byte range [lo, hi) of every plane, for the overlap checks. */
-typedef struct span {
-    uintptr_t lo[3], hi[3];
-    int n;
-} span;
-
-/* `name` is "frame", "bg->image" or "dst"; `out` selects the output formats. */
-static pf_status check_frame(const pf_ops *ops, const pf_frame *f, const char *name, int out,
-                             span *sp)
-{
-    char what[48];
-    if ((int)f->format <= PF_PIXFMT_NONE || f->format >= PF_PIXFMT_COUNT)
-        return pf_set_error(PF_ERR_INVALID, FN ": %s has unknown pixel format %d", name,
-                            (int)f->format);
-    if (out ? !is_output_format(f->format) : !is_input_format(f->format))
-        return pf_set_error(PF_ERR_UNSUPPORTED, FN ": %s is %s; %s", name,
-                            pf_pixfmt_name(f->format),
-                            out ? "the output must be rgb24, bgr24, rgba or nv12"
-                                : "it must be rgb24, bgr24, rgba, nv12 or i420");
-    if (f->width < 1 || f->height < 1 || f->width > PF_FRAME_MAX_DIM ||
-        f->height > PF_FRAME_MAX_DIM)
-        return pf_set_error(PF_ERR_INVALID, FN ": %s has size %dx%d (1..%d each)", name, f->width,
-                            f->height, PF_FRAME_MAX_DIM);
-    int planes = pf_pixfmt_num_planes(f->format);
-    if (f->num_planes != planes)
-        return pf_set_error(PF_ERR_INVALID, FN ": %s (%s) has %d planes, expected %d", name,
-                            pf_pixfmt_name(f->format), f->num_planes, planes);
-    sp->n = planes;
-    for (int p = 0; p < planes; p++) {
-        size_t row, rows;
-        pf_status st = pf_pixfmt_plane_size(f->format, f->width, f->height, p, &row, &rows);
-        if (st != PF_OK) return st;
-        if (!f->data[p])
-            return pf_set_error(PF_ERR_INVALID, FN ": %s plane %d data is NULL", name, p);
-        if (f->stride[p] < row)
-            return pf_set_error(PF_ERR_INVALID,
-                                FN ": %s plane %d stride %zu < row of %zu bytes (%dx%d %s)", name,
-                                p, f->stride[p], row, f->width, f->height,
-                                pf_pixfmt_name(f->format));
-        if (f->stride[p] > (size_t)INT32_MAX)
-            return pf_set_error(PF_ERR_INVALID, FN ": %s plane %d stride %zu exceeds %d bytes",
-                                name, p, f->stride[p], INT32_MAX);
-        size_t bytes = f->stride[p] * (rows - 1) + row;
-        snprintf(what, sizeof what, "%s plane %d", name, p);
-        st = check_inside(f->buf[p], f->data[p], bytes, what);
-        if (st == PF_OK) st = check_reachable(ops, f->buf[p], what);
-        if (st != PF_OK) return st;
-        sp->lo[p] = (uintptr_t)f->data[p];
-        sp->hi[p] = sp->lo[p] + bytes;
-    }
-    return PF_OK;
-}
-
-static pf_status check_mask(const pf_ops *ops, const pf_tensor *t, span *sp)
+static pf_status check_mask(const pf_ops *ops, const pf_tensor *t, pf_ops_span *sp)
 {
     if ((int)t->dtype < 0 || t->dtype >= PF_DTYPE_COUNT)
         return pf_set_error(PF_ERR_INVALID, FN ": mask has unknown dtype %d", (int)t->dtype);
@@ -172,20 +72,11 @@ static pf_status check_mask(const pf_ops *ops, const pf_tensor *t, span *sp)
         return pf_set_error(PF_ERR_INVALID, FN ": mask data %p is not aligned to its %zu-byte %s",
                             t->data, es, pf_dtype_name(t->dtype));
     size_t bytes = ((size_t)(h - 1) * (size_t)(h > 1 ? rs : 0) + (size_t)w) * es;
-    pf_status st = check_inside(t->buf, t->data, bytes, "mask");
-    if (st == PF_OK) st = check_reachable(ops, t->buf, "mask");
+    pf_status st = pf_ops_check_memory(ops, FN, t->buf, t->data, bytes, "mask");
     sp->n = 1;
     sp->lo[0] = (uintptr_t)t->data;
     sp->hi[0] = sp->lo[0] + bytes;
     return st;
-}
-
-static int spans_overlap(const span *a, const span *b)
-{
-    for (int i = 0; i < a->n; i++)
-        for (int j = 0; j < b->n; j++)
-            if (a->lo[i] < b->hi[j] && b->lo[j] < a->hi[i]) return 1;
-    return 0;
 }
 
 static int same_frame(const pf_frame *a, const pf_frame *b)
@@ -208,33 +99,16 @@ static void to_image(const pf_frame *f, pf_cmp_image *im)
     }
 }
 
-/* Kr and Kb of each matrix; every coefficient follows from them (ops.h).
- * Computed in double, rounded once to float. */
-static void yuv_coeffs(pf_yuv_matrix matrix, pf_yuv_range range, float to_rgb[6],
-                       float to_yuv[10])
+/* The YUV -> RGB floats as they are, RGB -> YUV as the nine factors then the
+ * Y offset (yr yg yb ur ug ub vr vg vb y_off: U and V add 128 themselves). */
+static void yuv_setup(pf_yuv_matrix matrix, pf_yuv_range range, pf_cmp_params *p)
 {
-    double kr = matrix == PF_YUV_BT709 ? 0.2126 : 0.299;
-    double kb = matrix == PF_YUV_BT709 ? 0.0722 : 0.114;
-    double kg = 1.0 - kr - kb;
-    int lim = range == PF_YUV_LIMITED;
-    double ys = lim ? 255.0 / 219.0 : 1.0, cs = lim ? 255.0 / 224.0 : 1.0;
-    double iys = lim ? 219.0 / 255.0 : 1.0, ics = lim ? 224.0 / 255.0 : 1.0;
-    to_rgb[0] = lim ? 16.0f : 0.0f;
-    to_rgb[1] = (float)ys;
-    to_rgb[2] = (float)(2.0 * (1.0 - kr) * cs);
-    to_rgb[3] = (float)(2.0 * kb * (1.0 - kb) / kg * cs);
-    to_rgb[4] = (float)(2.0 * kr * (1.0 - kr) / kg * cs);
-    to_rgb[5] = (float)(2.0 * (1.0 - kb) * cs);
-    to_yuv[0] = (float)(kr * iys);
-    to_yuv[1] = (float)(kg * iys);
-    to_yuv[2] = (float)(kb * iys);
-    to_yuv[3] = (float)(-kr * ics / (2.0 * (1.0 - kb)));
-    to_yuv[4] = (float)(-kg * ics / (2.0 * (1.0 - kb)));
-    to_yuv[5] = (float)(ics / 2.0);
-    to_yuv[6] = (float)(ics / 2.0);
-    to_yuv[7] = (float)(-kg * ics / (2.0 * (1.0 - kr)));
-    to_yuv[8] = (float)(-kb * ics / (2.0 * (1.0 - kr)));
-    to_yuv[9] = lim ? 16.0f : 0.0f;
+    pf_yuv_coeffs_t k;
+    pf_yuv_coeffs(matrix, range, &k);
+    memcpy(p->yuv, k.dec, sizeof p->yuv);
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) p->rgb2yuv[3 * r + c] = k.enc[r][c];
+    p->rgb2yuv[9] = k.enc[0][3];
 }
 
 /* Blur geometry and weights (ops.h, PF_BG_BLUR). */
@@ -269,9 +143,9 @@ pf_status pf_ops_composite(pf_ops *ops, const pf_frame *frame, const pf_tensor *
     PF_CHECK_ARG(bg, FN, "bg is NULL");
     PF_CHECK_ARG(dst, FN, "dst is NULL");
 
-    span sf, sd, sm, si;
-    pf_status st = check_frame(ops, frame, "frame", 0, &sf);
-    if (st == PF_OK) st = check_frame(ops, dst, "dst", 1, &sd);
+    pf_ops_span sf, sd, sm, si;
+    pf_status st = pf_ops_check_frame(ops, FN, "frame", frame, &input_rule, &sf);
+    if (st == PF_OK) st = pf_ops_check_frame(ops, FN, "dst", dst, &output_rule, &sd);
     if (st != PF_OK) return st;
     if (dst->width != frame->width || dst->height != frame->height)
         return pf_set_error(PF_ERR_INVALID, FN ": dst is %dx%d but frame is %dx%d", dst->width,
@@ -283,12 +157,8 @@ pf_status pf_ops_composite(pf_ops *ops, const pf_frame *frame, const pf_tensor *
     if (kind < PF_BG_NONE || kind > PF_BG_FRAME)
         return pf_set_error(PF_ERR_INVALID, FN ": bg->kind %d is not a pf_background_kind (0..4)",
                             kind);
-    if ((int)bg->matrix != PF_YUV_BT601 && (int)bg->matrix != PF_YUV_BT709)
-        return pf_set_error(PF_ERR_INVALID, FN ": bg->matrix %d is not BT.601 (0) or BT.709 (1)",
-                            (int)bg->matrix);
-    if ((int)bg->range != PF_YUV_LIMITED && (int)bg->range != PF_YUV_FULL)
-        return pf_set_error(PF_ERR_INVALID, FN ": bg->range %d is not limited (0) or full (1)",
-                            (int)bg->range);
+    st = pf_ops_check_yuv(FN, "bg->", bg->matrix, bg->range);
+    if (st != PF_OK) return st;
     if (kind == PF_BG_BLUR && !(bg->blur_sigma > 0.0f && bg->blur_sigma <= 64.0f))
         return pf_set_error(PF_ERR_INVALID, FN ": bg->blur_sigma %g outside (0, 64] (PF_BG_BLUR)",
                             (double)bg->blur_sigma);
@@ -297,7 +167,7 @@ pf_status pf_ops_composite(pf_ops *ops, const pf_frame *frame, const pf_tensor *
         if (!bg->image)
             return pf_set_error(PF_ERR_INVALID, FN ": bg->image is NULL (needed by %s)",
                                 kind_name(kind));
-        st = check_frame(ops, bg->image, "bg->image", 0, &si);
+        st = pf_ops_check_frame(ops, FN, "bg->image", bg->image, &input_rule, &si);
         if (st != PF_OK) return st;
         if (kind == PF_BG_FRAME &&
             (bg->image->width != dst->width || bg->image->height != dst->height))
@@ -308,13 +178,13 @@ pf_status pf_ops_composite(pf_ops *ops, const pf_frame *frame, const pf_tensor *
     }
 
     /* Overlaps: in place (dst is the frame) is fine; nothing else is. */
-    if (spans_overlap(&sd, &sf) && !same_frame(dst, frame))
+    if (pf_ops_spans_overlap(&sd, &sf) && !same_frame(dst, frame))
         return pf_set_error(PF_ERR_INVALID,
                             FN ": dst overlaps frame in memory without being the same frame "
                             "(in place needs the same format, planes and strides)");
-    if (spans_overlap(&sd, &sm))
+    if (pf_ops_spans_overlap(&sd, &sm))
         return pf_set_error(PF_ERR_INVALID, FN ": dst overlaps mask in memory");
-    if (si.n && spans_overlap(&sd, &si))
+    if (si.n && pf_ops_spans_overlap(&sd, &si))
         return pf_set_error(PF_ERR_INVALID, FN ": dst overlaps bg->image in memory");
 
     pf_cmp_params p;
@@ -338,7 +208,7 @@ pf_status pf_ops_composite(pf_ops *ops, const pf_frame *frame, const pf_tensor *
     p.range = (int32_t)bg->range;
     p.sigma = bg->blur_sigma;
     for (int c = 0; c < 3; c++) p.color[c] = (float)bg->color[c];
-    yuv_coeffs(bg->matrix, bg->range, p.yuv, p.rgb2yuv);
+    yuv_setup(bg->matrix, bg->range, &p);
     if (kind == PF_BG_BLUR) blur_setup(bg->blur_sigma, p.width, p.height, &p);
 
     if (ops->dev->props.type == PF_DEVICE_CPU)
@@ -346,7 +216,6 @@ pf_status pf_ops_composite(pf_ops *ops, const pf_frame *frame, const pf_tensor *
 #ifdef PF_HAVE_CUDA
     return pf_cuda_composite(ops, &p);
 #else
-    return pf_set_error(PF_ERR_UNSUPPORTED, FN ": %s needs the CUDA backend, not built",
-                        ops->dev->spec);
+    return pf_ops_no_backend(ops, FN);
 #endif
 }

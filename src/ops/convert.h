@@ -3,7 +3,6 @@
  *   pf_ref_convert   plain C reference, one thread, one pixel at a time   src/cpu/convert_ref.c
  *   pf_cpu_convert   multi-threaded CPU path, rows split by (ith, nth)     src/cpu/convert.c
  *   pf_cuda_convert  CUDA kernel launcher, one launch per frame            src/cuda/convert.cu
- * plus the frame checks the resize wrapper shares (pf_cv_check_*).
  *
  * Why the per-pixel arithmetic lives here, shared word for word by all three:
  * outputs are u8, and the project compares integer outputs bit-exactly across
@@ -14,7 +13,8 @@
  *     functions, so no compiler fuses across them (GCC leaves contraction off
  *     in ISO C mode anyway, which the build uses);
  *   - the coefficients are computed once in double by the wrapper
- *     (pf_cv_coeffs) and handed to every backend as the same float bits;
+ *     (pf_yuv_coeffs, yuv.h) and handed to every backend as the same float
+ *     bits;
  *   - rounding is one definition, pf_cv_round: clamp to [0, 255], add 0.5f,
  *     truncate ("round half up from the float value", ops.h).
  * What the reference does NOT share is the control flow: it walks pixels and
@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "pixflow/ops.h"
+#include "yuv.h"
 
 #ifdef __CUDACC__
 #define PF_CV_FN static __device__ __forceinline__
@@ -58,18 +59,10 @@ typedef struct pf_cv_image {
     int32_t reserved;
 } pf_cv_image;
 
-/* Float coefficients, from pf_cv_coeffs(). */
-typedef struct pf_cv_coeffs_t {
-    /* YUV -> RGB (ops.h, Fused preprocess): y_off, y_scale, rv, gu, gv, bu. */
-    float dec[6];
-    /* RGB -> YUV, one row per output: {cr, cg, cb, offset} for Y, U, V. */
-    float enc[3][4];
-} pf_cv_coeffs_t;
-
 typedef struct pf_cv_params {
     pf_cv_image src, dst;
     int32_t width, height;    /* both frames, pixels of plane 0 */
-    pf_cv_coeffs_t k;
+    pf_yuv_coeffs_t k;        /* from pf_yuv_coeffs() */
 } pf_cv_params;
 
 /* src and dst formats differ (the wrapper copies a format to itself with
@@ -80,28 +73,6 @@ pf_status pf_cpu_convert(pf_ops *ops, const pf_cv_params *p);
 #ifdef PF_HAVE_CUDA
 pf_status pf_cuda_convert(pf_ops *ops, const pf_cv_params *p);
 #endif
-
-/* ops.h's coefficients for a matrix and range, computed in double from Kr
- * and Kb and rounded once to float. */
-void pf_cv_coeffs(pf_yuv_matrix matrix, pf_yuv_range range, pf_cv_coeffs_t *out);
-
-/* Checks shared by the convert and resize wrappers; messages start with `fn`
- * and name the argument (`name`, e.g. "src"):
- *   format known and one of `allowed` (a bit mask of 1 << pf_pixfmt; 0 = any),
- *   size 1..PF_FRAME_MAX_DIM, plane count, data pointers, strides, every
- *   plane inside its buffer, and memory the context's device can reach. */
-pf_status pf_cv_check_frame(const pf_ops *ops, const char *fn, const char *name,
-                            const pf_frame *f, unsigned allowed);
-/* Whether memory of buffer `b` (NULL = pageable host memory) can be used by
- * the context's device: CPU: anything but another device's memory; CUDA: its
- * own device memory, or page-locked memory a CUDA device allocated. */
-pf_status pf_cv_check_reachable(const pf_ops *ops, const char *fn, const pf_buffer *b,
-                                const char *what);
-/* [p, p + n) inside b's bytes (nothing to check when b is NULL). */
-pf_status pf_cv_check_inside(const char *fn, const pf_buffer *b, const void *p, size_t n,
-                             const char *what);
-/* PF_ERR_INVALID when some plane of `a` overlaps some plane of `b`. */
-pf_status pf_cv_check_no_overlap(const char *fn, const pf_frame *a, const pf_frame *b);
 
 PF_END_DECLS
 

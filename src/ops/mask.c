@@ -16,6 +16,7 @@
 
 #include "../core/error.h"
 #include "../device/backend.h"
+#include "check.h"
 #include "mask.h"
 #include "ops_impl.h"
 
@@ -62,40 +63,6 @@ static int same_shape(const pf_tensor *a, const pf_tensor *b)
     return 1;
 }
 
-/* Whether the context's device can read and write memory of buffer `b` (see
- * ops.h): the CPU anything but another device's memory; CUDA its own device
- * memory or page-locked memory a CUDA device allocated. A tensor without a
- * buffer counts as pageable host memory. */
-static pf_status check_reachable(const pf_ops *ops, const char *fn, const pf_buffer *b,
-                                 const char *what)
-{
-    if (!b && ops->dev->props.type != PF_DEVICE_CPU)
-        return pf_set_error(PF_ERR_UNSUPPORTED,
-                            "%s: %s has no buffer, so it counts as pageable host memory, not "
-                            "reachable from the %s context (wrap device or pinned memory in a "
-                            "pf_buffer)",
-                            fn, what, ops->dev->spec);
-    pf_mem_domain d = pf_buffer_domain(b);
-    pf_device *owner = b ? pf_buffer_device(b) : NULL;
-    int owner_gpu = owner && owner->props.type != PF_DEVICE_CPU;
-    const char *owner_name = owner ? owner->spec : "host";
-    if (ops->dev->props.type == PF_DEVICE_CPU) {
-        if (d == PF_MEM_DEVICE && owner_gpu)
-            return pf_set_error(PF_ERR_UNSUPPORTED,
-                                "%s: %s is device memory of %s, not readable by the CPU context "
-                                "(copy it to host memory first)",
-                                fn, what, owner_name);
-        return PF_OK;
-    }
-    if (d == PF_MEM_DEVICE && owner == ops->dev) return PF_OK;
-    if (d == PF_MEM_PINNED && owner_gpu) return PF_OK;
-    return pf_set_error(PF_ERR_UNSUPPORTED,
-                        "%s: %s is %s memory of %s, not reachable from the %s context (use "
-                        "device memory of %s or pinned memory)",
-                        fn, what, pf_mem_domain_name(d), owner_name, ops->dev->spec,
-                        ops->dev->spec);
-}
-
 /* The checks every tensor argument gets: structure, contiguity, the bytes it
  * claims inside its buffer, reachability. Op-specific checks (dtype, shape)
  * follow in the callers. */
@@ -130,16 +97,7 @@ static pf_status check_tensor(const pf_ops *ops, const char *fn, const pf_tensor
     if (n == 0) return PF_OK; /* empty: nothing is read or written */
     if (!t->data) return pf_set_error(PF_ERR_INVALID, "%s: %s data is NULL", fn, name);
     size_t bytes = (size_t)n * pf_dtype_size(t->dtype);
-    if (t->buf) {
-        const uint8_t *lo = pf_buffer_data(t->buf), *q = t->data;
-        size_t size = pf_buffer_size(t->buf);
-        if (!lo || q < lo || (size_t)(q - lo) > size || bytes > size - (size_t)(q - lo))
-            return pf_set_error(PF_ERR_INVALID,
-                                "%s: %s needs %zu bytes from %p but its buffer holds [%p, %p)", fn,
-                                name, bytes, t->data, (const void *)lo,
-                                (const void *)(lo + size));
-    }
-    return check_reachable(ops, fn, t->buf, name);
+    return pf_ops_check_memory(ops, fn, t->buf, t->data, bytes, name);
 }
 
 static int overlap(const pf_tensor *a, const pf_tensor *b)
@@ -188,14 +146,6 @@ static pf_status check_planes(const char *fn, const pf_tensor *t, const char *na
     return PF_OK;
 }
 
-#ifndef PF_HAVE_CUDA
-static pf_status no_backend(const pf_ops *ops, const char *fn)
-{
-    return pf_set_error(PF_ERR_UNSUPPORTED, "%s: %s needs the CUDA backend, which is not built",
-                        fn, ops->dev->spec);
-}
-#endif
-
 static int is_cpu(const pf_ops *ops) { return ops->dev->props.type == PF_DEVICE_CPU; }
 
 /* Threshold ------------------------------------------------------------------------------ */
@@ -224,7 +174,7 @@ pf_status pf_ops_mask_threshold(pf_ops *ops, const pf_tensor *src, bool logits, 
 #ifdef PF_HAVE_CUDA
     return pf_cuda_mask_threshold(ops, &a);
 #else
-    return no_backend(ops, FN_THRESHOLD);
+    return pf_ops_no_backend(ops, FN_THRESHOLD);
 #endif
 }
 
@@ -311,7 +261,7 @@ pf_status pf_ops_mask_argmax(pf_ops *ops, const pf_tensor *src, pf_tensor *label
 #ifdef PF_HAVE_CUDA
     return pf_cuda_mask_argmax(ops, &a);
 #else
-    return no_backend(ops, FN_ARGMAX);
+    return pf_ops_no_backend(ops, FN_ARGMAX);
 #endif
 }
 
@@ -340,7 +290,7 @@ pf_status pf_ops_mask_temporal(pf_ops *ops, pf_tensor *state, const pf_tensor *m
 #ifdef PF_HAVE_CUDA
     return pf_cuda_mask_temporal(ops, &a);
 #else
-    return no_backend(ops, FN_TEMPORAL);
+    return pf_ops_no_backend(ops, FN_TEMPORAL);
 #endif
 }
 
@@ -390,7 +340,7 @@ pf_status pf_ops_mask_feather(pf_ops *ops, const pf_tensor *src, pf_tensor *dst,
 #ifdef PF_HAVE_CUDA
     return pf_cuda_mask_feather(ops, &a);
 #else
-    return no_backend(ops, FN_FEATHER);
+    return pf_ops_no_backend(ops, FN_FEATHER);
 #endif
 }
 
@@ -416,6 +366,6 @@ pf_status pf_ops_mask_morph(pf_ops *ops, const pf_tensor *src, pf_tensor *dst, p
 #ifdef PF_HAVE_CUDA
     return pf_cuda_mask_morph(ops, &a);
 #else
-    return no_backend(ops, FN_MORPH);
+    return pf_ops_no_backend(ops, FN_MORPH);
 #endif
 }

@@ -14,8 +14,10 @@
 
 #include "../core/error.h"
 #include "../device/backend.h"
+#include "check.h"
 #include "ops_impl.h"
 #include "preprocess.h"
+#include "yuv.h"
 
 #define FN "pf_ops_preprocess"
 
@@ -36,120 +38,16 @@ pf_preprocess_params pf_preprocess_params_default(void)
     return p;
 }
 
-/* Kr and Kb of each matrix; every other coefficient follows from them
- * (ops.h lists the resulting values). Computed in double, rounded once. */
-void pf_pp_yuv_coeffs(pf_yuv_matrix matrix, pf_yuv_range range, float out[6])
-{
-    double kr = matrix == PF_YUV_BT709 ? 0.2126 : 0.299;
-    double kb = matrix == PF_YUV_BT709 ? 0.0722 : 0.114;
-    double kg = 1.0 - kr - kb;
-    double ys = 1.0, yoff = 0.0, cs = 1.0;
-    if (range == PF_YUV_LIMITED) {
-        ys = 255.0 / 219.0;
-        yoff = 16.0;
-        cs = 255.0 / 224.0;
-    }
-    out[0] = (float)yoff;
-    out[1] = (float)ys;
-    out[2] = (float)(2.0 * (1.0 - kr) * cs);             /* R from V */
-    out[3] = (float)(2.0 * kb * (1.0 - kb) / kg * cs);   /* G from U */
-    out[4] = (float)(2.0 * kr * (1.0 - kr) / kg * cs);   /* G from V */
-    out[5] = (float)(2.0 * (1.0 - kb) * cs);             /* B from U */
-}
-
-static int is_source_format(pf_pixfmt f)
-{
-    return f == PF_PIXFMT_RGB24 || f == PF_PIXFMT_BGR24 || f == PF_PIXFMT_RGBA ||
-           f == PF_PIXFMT_NV12 || f == PF_PIXFMT_I420;
-}
-
-/* Whether memory of buffer `b` can be read or written by the context's
- * device. A frame or tensor without a buffer counts as pageable host memory
- * (what pf_frame_domain / pf_tensor_domain report). CPU: anything but another
- * device's memory. CUDA: its own device memory, or page-locked memory that a
- * CUDA device allocated (a CPU-device "pinned" buffer is ordinary heap). */
-static pf_status check_reachable(const pf_ops *ops, const pf_buffer *b, const char *what)
-{
-    if (!b && ops->dev->props.type != PF_DEVICE_CPU)
-        return pf_set_error(PF_ERR_UNSUPPORTED,
-                            FN ": %s has no buffer, so it counts as pageable host memory, not "
-                            "reachable from the %s context (wrap device or pinned memory in a "
-                            "pf_buffer)",
-                            what, ops->dev->spec);
-    pf_mem_domain d = pf_buffer_domain(b);
-    pf_device *owner = b ? pf_buffer_device(b) : NULL;
-    int owner_gpu = owner && owner->props.type != PF_DEVICE_CPU;
-    const char *owner_name = owner ? owner->spec : "host";
-    if (ops->dev->props.type == PF_DEVICE_CPU) {
-        if (d == PF_MEM_DEVICE && owner_gpu)
-            return pf_set_error(PF_ERR_UNSUPPORTED,
-                                FN ": %s is device memory of %s, not readable by the CPU "
-                                "context (copy it to host memory first)",
-                                what, owner_name);
-        return PF_OK;
-    }
-    if (d == PF_MEM_DEVICE && owner == ops->dev) return PF_OK;
-    if (d == PF_MEM_PINNED && owner_gpu) return PF_OK;
-    return pf_set_error(PF_ERR_UNSUPPORTED,
-                        FN ": %s is %s memory of %s, not reachable from the %s context "
-                        "(use device memory of %s or pinned memory)",
-                        what, pf_mem_domain_name(d), owner_name, ops->dev->spec, ops->dev->spec);
-}
-
-/* [p, p + n) must lie inside b's bytes (when there is a buffer to check). */
-static pf_status check_inside(const pf_buffer *b, const void *p, size_t n, const char *what)
-{
-    if (!b) return PF_OK;
-    /* As integers: the pointers may belong to different objects. */
-    uintptr_t lo = (uintptr_t)pf_buffer_data(b), q = (uintptr_t)p;
-    size_t size = pf_buffer_size(b);
-    if (!lo || q < lo || q - lo > size || n > size - (q - lo))
-        return pf_set_error(PF_ERR_INVALID,
-                            FN ": %s needs %zu bytes from %p but its buffer holds [%p, +%zu)",
-                            what, n, p, pf_buffer_data(b), size);
-    return PF_OK;
-}
+static const pf_ops_frame_rule source_rule = {
+    PF_OPS_FMT(PF_PIXFMT_RGB24) | PF_OPS_FMT(PF_PIXFMT_BGR24) | PF_OPS_FMT(PF_PIXFMT_RGBA) |
+        PF_OPS_FMT(PF_PIXFMT_NV12) | PF_OPS_FMT(PF_PIXFMT_I420),
+    "sources must be rgb24, bgr24, rgba, nv12 or i420", 0, INT64_MAX};
 
 static pf_status check_frame(const pf_ops *ops, const pf_frame *f, int i)
 {
-    char what[64];
-    if (!f) return pf_set_error(PF_ERR_INVALID, FN ": srcs[%d] is NULL", i);
-    if ((int)f->format <= PF_PIXFMT_NONE || f->format >= PF_PIXFMT_COUNT)
-        return pf_set_error(PF_ERR_INVALID, FN ": srcs[%d] has unknown pixel format %d", i,
-                            (int)f->format);
-    if (!is_source_format(f->format))
-        return pf_set_error(PF_ERR_UNSUPPORTED,
-                            FN ": srcs[%d] is %s; sources must be rgb24, bgr24, rgba, nv12 or "
-                            "i420",
-                            i, pf_pixfmt_name(f->format));
-    if (f->width < 1 || f->height < 1 || f->width > PF_FRAME_MAX_DIM ||
-        f->height > PF_FRAME_MAX_DIM)
-        return pf_set_error(PF_ERR_INVALID, FN ": srcs[%d] has size %dx%d (1..%d each)", i,
-                            f->width, f->height, PF_FRAME_MAX_DIM);
-    int planes = pf_pixfmt_num_planes(f->format);
-    if (f->num_planes != planes)
-        return pf_set_error(PF_ERR_INVALID, FN ": srcs[%d] (%s) has %d planes, expected %d", i,
-                            pf_pixfmt_name(f->format), f->num_planes, planes);
-    for (int p = 0; p < planes; p++) {
-        size_t row, rows;
-        pf_status st = pf_pixfmt_plane_size(f->format, f->width, f->height, p, &row, &rows);
-        if (st != PF_OK) return st;
-        if (!f->data[p])
-            return pf_set_error(PF_ERR_INVALID, FN ": srcs[%d] plane %d data is NULL", i, p);
-        if (f->stride[p] < row)
-            return pf_set_error(PF_ERR_INVALID,
-                                FN ": srcs[%d] plane %d stride %zu < row of %zu bytes (%dx%d %s)",
-                                i, p, f->stride[p], row, f->width, f->height,
-                                pf_pixfmt_name(f->format));
-        if (f->stride[p] > (size_t)INT64_MAX / rows)
-            return pf_set_error(PF_ERR_INVALID, FN ": srcs[%d] plane %d stride %zu too large", i,
-                                p, f->stride[p]);
-        snprintf(what, sizeof what, "srcs[%d] plane %d", i, p);
-        st = check_inside(f->buf[p], f->data[p], f->stride[p] * (rows - 1) + row, what);
-        if (st == PF_OK) st = check_reachable(ops, f->buf[p], what);
-        if (st != PF_OK) return st;
-    }
-    return PF_OK;
+    char name[32];
+    snprintf(name, sizeof name, "srcs[%d]", i);
+    return pf_ops_check_frame(ops, FN, name, f, &source_rule, NULL);
 }
 
 static pf_status check_roi(const pf_frame *f, const pf_rect *r, int i)
@@ -207,22 +105,14 @@ static pf_status check_dst(const pf_ops *ops, const pf_tensor *t, int n, int64_t
         return pf_set_error(PF_ERR_INVALID, FN ": dst of %d x %zu bytes overflows size_t", n,
                             frame_bytes);
     size_t bytes = (size_t)n * frame_bytes;
-    pf_status st = check_inside(t->buf, t->data, bytes, "dst");
-    if (st == PF_OK) st = check_reachable(ops, t->buf, "dst");
-    return st;
+    return pf_ops_check_memory(ops, FN, t->buf, t->data, bytes, "dst");
 }
 
 static pf_status check_params(const pf_preprocess_params *p)
 {
-    if ((int)p->interp < PF_INTERP_NEAREST || (int)p->interp > PF_INTERP_AREA)
-        return pf_set_error(PF_ERR_INVALID, FN ": interp %d is not nearest (0), bilinear (1) or "
-                            "area (2)", (int)p->interp);
-    if ((int)p->matrix != PF_YUV_BT601 && (int)p->matrix != PF_YUV_BT709)
-        return pf_set_error(PF_ERR_INVALID, FN ": matrix %d is not BT.601 (0) or BT.709 (1)",
-                            (int)p->matrix);
-    if ((int)p->range != PF_YUV_LIMITED && (int)p->range != PF_YUV_FULL)
-        return pf_set_error(PF_ERR_INVALID, FN ": range %d is not limited (0) or full (1)",
-                            (int)p->range);
+    pf_status st = pf_ops_check_interp(FN, p->interp);
+    if (st == PF_OK) st = pf_ops_check_yuv(FN, "", p->matrix, p->range);
+    if (st != PF_OK) return st;
     if (!isfinite(p->pad_value) || p->pad_value < 0.0f || p->pad_value > 255.0f)
         return pf_set_error(PF_ERR_INVALID, FN ": pad_value %g outside 0..255",
                             (double)p->pad_value);
@@ -304,7 +194,9 @@ pf_status pf_ops_preprocess(pf_ops *ops, const pf_frame *const *srcs, const pf_r
         p.bias[c] = (float)(-(double)pp->mean[c] * inv);
         p.pad_out[c] = (float)(((double)pp->pad_value / 255.0 - pp->mean[c]) * inv);
     }
-    pf_pp_yuv_coeffs(pp->matrix, pp->range, p.yuv);
+    pf_yuv_coeffs_t yk;
+    pf_yuv_coeffs(pp->matrix, pp->range, &yk);
+    memcpy(p.yuv, yk.dec, sizeof p.yuv);
 
     const int is_cpu = ops->dev->props.type == PF_DEVICE_CPU;
     const size_t frame_elems = 3 * (size_t)H * (size_t)W;
@@ -338,8 +230,7 @@ pf_status pf_ops_preprocess(pf_ops *ops, const pf_frame *const *srcs, const pf_r
 #ifdef PF_HAVE_CUDA
             st = pf_cuda_preprocess(ops, &p, frames);
 #else
-            st = pf_set_error(PF_ERR_UNSUPPORTED, FN ": %s needs the CUDA backend, not built",
-                              ops->dev->spec);
+            st = pf_ops_no_backend(ops, FN);
 #endif
         }
         if (st != PF_OK) return st;

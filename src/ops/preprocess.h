@@ -66,7 +66,7 @@ typedef struct pf_pp_params {
      * x in 0..255 (scale = 1 / (255 std), bias = -mean / std), and the
      * normalised padding value per output channel. */
     float scale[3], bias[3], pad_out[3];
-    /* YUV -> RGB in float (pf_pp_yuv_coeffs): y_off, y_scale, rv, gu, gv, bu. */
+    /* YUV -> RGB in float (pf_yuv_coeffs' dec): y_off, y_scale, rv, gu, gv, bu. */
     float yuv[6];
 } pf_pp_params;
 
@@ -75,9 +75,6 @@ pf_status pf_cpu_preprocess(pf_ops *ops, const pf_pp_params *p, const pf_pp_fram
 #ifdef PF_HAVE_CUDA
 pf_status pf_cuda_preprocess(pf_ops *ops, const pf_pp_params *p, const pf_pp_frame *frames);
 #endif
-
-/* The float YUV -> RGB coefficients of ops.h for a matrix and range. */
-void pf_pp_yuv_coeffs(pf_yuv_matrix matrix, pf_yuv_range range, float out[6]);
 
 PF_END_DECLS
 

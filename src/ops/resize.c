@@ -11,20 +11,15 @@
 
 #include "../core/error.h"
 #include "../device/backend.h"
+#include "check.h"
 #include "ops_impl.h"
 #include "resize.h"
 
 #define FN "pf_ops_resize"
 #define FN_MASK "pf_ops_resize_mask"
 
-static pf_status check_interp(const char *fn, pf_interp interp)
-{
-    if ((int)interp < PF_INTERP_NEAREST || (int)interp > PF_INTERP_AREA)
-        return pf_set_error(PF_ERR_INVALID,
-                            "%s: interp %d is not nearest (0), bilinear (1) or area (2)", fn,
-                            (int)interp);
-    return PF_OK;
-}
+/* Any format; a plane's stride * rows at most INT64_MAX / 2. */
+static const pf_ops_frame_rule frame_rule = {0, NULL, 0, INT64_MAX / 2};
 
 static pf_status run_plane(pf_ops *ops, const pf_rs_plane *p, const char *fn)
 {
@@ -33,8 +28,7 @@ static pf_status run_plane(pf_ops *ops, const pf_rs_plane *p, const char *fn)
 #ifdef PF_HAVE_CUDA
     return pf_cuda_resize(ops, p);
 #else
-    return pf_set_error(PF_ERR_UNSUPPORTED, "%s: %s needs the CUDA backend, not built", fn,
-                        ops->dev->spec);
+    return pf_ops_no_backend(ops, fn);
 #endif
 }
 
@@ -53,16 +47,17 @@ static int plane_channels(pf_pixfmt fmt, int plane)
 pf_status pf_ops_resize(pf_ops *ops, const pf_frame *src, pf_frame *dst, pf_interp interp)
 {
     PF_CHECK_ARG(ops, FN, "ops is NULL");
-    pf_status st = pf_cv_check_frame(ops, FN, "src", src, 0);
-    if (st == PF_OK) st = pf_cv_check_frame(ops, FN, "dst", dst, 0);
+    pf_ops_span ss, ds;
+    pf_status st = pf_ops_check_frame(ops, FN, "src", src, &frame_rule, &ss);
+    if (st == PF_OK) st = pf_ops_check_frame(ops, FN, "dst", dst, &frame_rule, &ds);
     if (st != PF_OK) return st;
     if (src->format != dst->format)
         return pf_set_error(PF_ERR_INVALID,
                             FN ": src is %s but dst is %s (resize keeps the format; "
                             "pf_ops_convert changes it)",
                             pf_pixfmt_name(src->format), pf_pixfmt_name(dst->format));
-    st = check_interp(FN, interp);
-    if (st == PF_OK) st = pf_cv_check_no_overlap(FN, src, dst);
+    st = pf_ops_check_interp(FN, interp);
+    if (st == PF_OK) st = pf_ops_check_no_overlap(FN, &ss, &ds);
     if (st != PF_OK) return st;
 
     for (int q = 0; q < src->num_planes; q++) {
@@ -119,9 +114,7 @@ static pf_status check_mask(const pf_ops *ops, const pf_tensor *t, const char *n
     if (n / H / W > INT32_MAX)
         return pf_set_error(PF_ERR_INVALID, FN_MASK ": %s holds %lld planes (at most %d)", name,
                             (long long)(n / H / W), INT32_MAX);
-    pf_status st = pf_cv_check_inside(FN_MASK, t->buf, t->data, pf_tensor_nbytes(t), name);
-    if (st == PF_OK) st = pf_cv_check_reachable(ops, FN_MASK, t->buf, name);
-    return st;
+    return pf_ops_check_memory(ops, FN_MASK, t->buf, t->data, pf_tensor_nbytes(t), name);
 }
 
 pf_status pf_ops_resize_mask(pf_ops *ops, const pf_tensor *src, pf_tensor *dst, pf_interp interp)
@@ -131,7 +124,7 @@ pf_status pf_ops_resize_mask(pf_ops *ops, const pf_tensor *src, pf_tensor *dst, 
     PF_CHECK_ARG(dst, FN_MASK, "dst is NULL");
     pf_status st = check_mask(ops, src, "src");
     if (st == PF_OK) st = check_mask(ops, dst, "dst");
-    if (st == PF_OK) st = check_interp(FN_MASK, interp);
+    if (st == PF_OK) st = pf_ops_check_interp(FN_MASK, interp);
     if (st != PF_OK) return st;
     if (src->ndim != dst->ndim)
         return pf_set_error(PF_ERR_INVALID,

@@ -64,15 +64,7 @@ static inline void hfree(void *p, int pinned)
 }
 
 /* n bytes from the seeded test RNG (pf_test_rand), 8 at a time. */
-static inline void fill_random(unsigned char *p, size_t n)
-{
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t r = pf_test_rand();
-        memcpy(p + i, &r, 8);
-    }
-    for (; i < n; i++) p[i] = (unsigned char)pf_test_rand();
-}
+static inline void fill_random(unsigned char *p, size_t n) { pf_test_fill_random(p, n); }
 
 /* Index of the first byte where a and b differ, or NOWHERE. */
 static inline size_t first_mismatch(const unsigned char *a, const unsigned char *b, size_t n)

@@ -20,44 +20,12 @@ static pf_stream *g_cs, *g_hs; /* CUDA stream, CPU stream */
 static pf_allocator *g_dalloc, *g_palloc;
 static long g_compared, g_bytes;
 
-static pf_ops *make_ops(pf_stream *s, int reference)
-{
-    pf_ops_params op = pf_ops_params_default();
-    op.stream = s;
-    op.reference = reference;
-    pf_ops *ops = NULL;
-    CHECK_OK(pf_ops_create(&op, &ops));
-    return ops;
-}
-
-/* A copy of the whole buffer of host memory `hb` (padding included) in
- * memory from `alloc`; *db gets a reference. */
-static pf_status upload_buffer(pf_buffer *hb, pf_allocator *alloc, pf_buffer **db)
-{
-    size_t size = pf_buffer_size(hb);
-    pf_status st = pf_allocator_alloc(alloc, size, g_cs, db);
-    if (st == PF_OK) st = pf_memcpy_async(g_cs, pf_buffer_data(*db), pf_buffer_data(hb), size);
-    return st;
-}
-
-/* Host frame h in `alloc` memory with the same offset, strides and bytes. */
-static pf_status upload_frame(const pf_frame *h, pf_allocator *alloc, pf_frame *d)
-{
-    memset(d, 0, sizeof *d);
-    pf_buffer *db = NULL;
-    size_t offset = (size_t)(h->data[0] - (uint8_t *)pf_buffer_data(h->buf[0]));
-    pf_status st = upload_buffer(h->buf[0], alloc, &db);
-    if (st == PF_OK) st = pf_frame_wrap(d, h->format, h->width, h->height, db, offset, h->stride);
-    pf_buffer_unref(&db);
-    return st;
-}
-
 static pf_status upload_mask(const pf_tensor *h, pf_allocator *alloc, pf_tensor *d)
 {
     memset(d, 0, sizeof *d);
     pf_buffer *db = NULL;
     size_t offset = (size_t)((uint8_t *)h->data - (uint8_t *)pf_buffer_data(h->buf));
-    pf_status st = upload_buffer(h->buf, alloc, &db);
+    pf_status st = otu_upload_buffer(h->buf, alloc, g_cs, &db);
     if (st == PF_OK)
         st = pf_tensor_wrap(d, db, offset, h->dtype, h->ndim, h->shape, h->strides, h->layout);
     pf_buffer_unref(&db);
@@ -96,10 +64,10 @@ static void run_and_compare(pf_ops *ref, pf_ops *cuda, const cc_case *c, pf_allo
     pf_frame dframe = {0}, dimage = {0}, ddst = {0}, back = {0}, href = {0};
     pf_tensor dmask = {0};
     pf_background dbg = c->bg;
-    pf_status st = upload_frame(&c->frame, alloc, &dframe);
+    pf_status st = otu_upload_frame(&c->frame, alloc, g_cs, &dframe);
     if (st == PF_OK) st = upload_mask(&c->mask, alloc, &dmask);
     if (st == PF_OK && c->bg.image) {
-        st = upload_frame(&c->image, alloc, &dimage);
+        st = otu_upload_frame(&c->image, alloc, g_cs, &dimage);
         dbg.image = &dimage;
     }
     if (st == PF_OK) st = alloc_dst(c, alloc, &ddst);
@@ -143,25 +111,17 @@ static void run_and_compare(pf_ops *ref, pf_ops *cuda, const cc_case *c, pf_allo
 
 static void test_random_vs_reference(void)
 {
-    pf_ops *ref = make_ops(g_hs, 1), *cuda = make_ops(g_cs, 0);
+    pf_ops *ref = otu_make_ops(g_hs, 1, NULL), *cuda = otu_make_ops(g_cs, 0, NULL);
     REQUIRE(ref && cuda);
-    for (int rep = 0; rep < 6; rep++)
-        for (int fi = 0; fi < CC_NIN; fi++)
-            for (int oi = 0; oi < CC_NOUT; oi++)
-                for (int kind = 0; kind < CC_NKIND; kind++) {
-                    cc_case c;
-                    pf_status st = cc_random_case(&c, cc_in_formats[fi], cc_out_formats[oi], kind,
-                                                  rep % 3 == 2 ? 150 : 40);
-                    CHECK_OK(st);
-                    if (st == PF_OK) {
-                        char label[64];
-                        snprintf(label, sizeof label, "rep %d %s->%s kind %d", rep,
-                                 pf_pixfmt_name(cc_in_formats[fi]),
-                                 pf_pixfmt_name(cc_out_formats[oi]), kind);
-                        run_and_compare(ref, cuda, &c, g_dalloc, label);
-                    }
-                    cc_free(&c);
-                }
+    for (int i = 0; i < CC_SWEEP(6); i++) {
+        cc_case c;
+        char label[64];
+        int rep;
+        pf_status st = cc_sweep_case(&c, i, 40, 150, &rep, label, sizeof label);
+        CHECK_OK(st);
+        if (st == PF_OK) run_and_compare(ref, cuda, &c, g_dalloc, label);
+        cc_free(&c);
+    }
     printf("     %ld cases, %ld output bytes compared\n", g_compared, g_bytes);
     pf_ops_destroy(&ref);
     pf_ops_destroy(&cuda);
@@ -171,7 +131,7 @@ static void test_random_vs_reference(void)
  * in every kernel's grid, odd NV12 chroma). */
 static void test_large_shapes(void)
 {
-    pf_ops *ref = make_ops(g_hs, 1), *cuda = make_ops(g_cs, 0);
+    pf_ops *ref = otu_make_ops(g_hs, 1, NULL), *cuda = otu_make_ops(g_cs, 0, NULL);
     REQUIRE(ref && cuda);
     const struct {
         pf_pixfmt in, out;
@@ -224,7 +184,7 @@ static void test_large_shapes(void)
 /* Inputs and output in CUDA pinned host memory. */
 static void test_pinned(void)
 {
-    pf_ops *ref = make_ops(g_hs, 1), *cuda = make_ops(g_cs, 0);
+    pf_ops *ref = otu_make_ops(g_hs, 1, NULL), *cuda = otu_make_ops(g_cs, 0, NULL);
     REQUIRE(ref && cuda && g_palloc);
     for (int kind = 0; kind < CC_NKIND; kind++) {
         cc_case c;
@@ -241,7 +201,7 @@ static void test_pinned(void)
  * regime) and every call still matches. */
 static void test_scratch_reuse(void)
 {
-    pf_ops *ref = make_ops(g_hs, 1), *cuda = make_ops(g_cs, 0);
+    pf_ops *ref = otu_make_ops(g_hs, 1, NULL), *cuda = otu_make_ops(g_cs, 0, NULL);
     REQUIRE(ref && cuda);
     const int sizes[][2] = {{37, 21}, {640, 480}, {51, 9}, {1280, 720}, {17, 33}};
     const float sigmas[] = {3.0f, 20.0f, 7.5f, 2.0f, 40.0f};
@@ -265,7 +225,7 @@ static void test_scratch_reuse(void)
 /* dst = frame on the device gives the out-of-place result. */
 static void test_in_place(void)
 {
-    pf_ops *cuda = make_ops(g_cs, 0);
+    pf_ops *cuda = otu_make_ops(g_cs, 0, NULL);
     REQUIRE(cuda);
     const pf_pixfmt fmts[] = {PF_PIXFMT_RGB24, PF_PIXFMT_RGBA, PF_PIXFMT_NV12};
     for (int fi = 0; fi < 3; fi++)
@@ -276,10 +236,10 @@ static void test_in_place(void)
             pf_frame dframe = {0}, dsep = {0}, dimg = {0}, a = {0}, b = {0};
             pf_tensor dmask = {0};
             pf_background dbg = c.bg;
-            CHECK_OK(upload_frame(&c.frame, g_dalloc, &dframe));
+            CHECK_OK(otu_upload_frame(&c.frame, g_dalloc, g_cs, &dframe));
             CHECK_OK(upload_mask(&c.mask, g_dalloc, &dmask));
             if (c.bg.image) {
-                CHECK_OK(upload_frame(&c.image, g_dalloc, &dimg));
+                CHECK_OK(otu_upload_frame(&c.image, g_dalloc, g_cs, &dimg));
                 dbg.image = &dimg;
             }
             CHECK_OK(alloc_dst(&c, g_dalloc, &dsep));
@@ -305,13 +265,13 @@ static void test_in_place(void)
  * argument; nothing is launched. */
 static void test_unreachable(void)
 {
-    pf_ops *cuda = make_ops(g_cs, 0);
+    pf_ops *cuda = otu_make_ops(g_cs, 0, NULL);
     REQUIRE(cuda);
     cc_case c;
     CHECK_OK(cc_random_case(&c, PF_PIXFMT_RGB24, PF_PIXFMT_RGB24, PF_BG_COLOR, 20));
     pf_frame dframe = {0}, ddst = {0};
     pf_tensor dmask = {0};
-    CHECK_OK(upload_frame(&c.frame, g_dalloc, &dframe));
+    CHECK_OK(otu_upload_frame(&c.frame, g_dalloc, g_cs, &dframe));
     CHECK_OK(upload_mask(&c.mask, g_dalloc, &dmask));
     CHECK_OK(alloc_dst(&c, g_dalloc, &ddst));
     pf_status st = pf_ops_composite(cuda, &c.frame, &dmask, &c.bg, &ddst);
@@ -321,7 +281,7 @@ static void test_unreachable(void)
     CHECK_EQ_INT(st, PF_ERR_UNSUPPORTED);
     CHECK(strstr(pf_last_error(), "mask is host memory") != NULL);
     /* And device memory handed to a CPU context. */
-    pf_ops *cpu = make_ops(g_hs, 0);
+    pf_ops *cpu = otu_make_ops(g_hs, 0, NULL);
     pf_frame hdst = {0};
     CHECK_OK(cc_make_frame(&hdst, c.out, c.w, c.h, 0, 0));
     st = pf_ops_composite(cpu, &dframe, &c.mask, &c.bg, &hdst);
@@ -339,26 +299,14 @@ static void test_unreachable(void)
 
 int main(void)
 {
-    g_dev = pf_test_cuda_device_or_skip();
-    pf_test_seed(20261123);
-    pf_stream_params sp = pf_stream_params_default();
-    sp.device = g_dev;
-    if (pf_stream_create(&sp, &g_cs) != PF_OK || pf_stream_create(NULL, &g_hs) != PF_OK) {
-        fprintf(stderr, "stream: %s\n", pf_last_error());
+    if (otu_cuda_setup(20261123, "composite", &g_dev, &g_cs, &g_hs, &g_dalloc, &g_palloc) != 0)
         return 1;
-    }
-    g_dalloc = pf_test_allocator_create(g_dev, "composite-device", PF_MEM_DEVICE, 0);
-    g_palloc = pf_test_allocator_create(g_dev, "composite-pinned", PF_MEM_PINNED, 0);
-    if (!g_dalloc) return 1;
     PF_RUN(test_random_vs_reference);
     PF_RUN(test_large_shapes);
     PF_RUN(test_pinned);
     PF_RUN(test_scratch_reuse);
     PF_RUN(test_in_place);
     PF_RUN(test_unreachable);
-    pf_allocator_destroy(&g_dalloc);
-    pf_allocator_destroy(&g_palloc);
-    pf_stream_destroy(&g_cs);
-    pf_stream_destroy(&g_hs);
+    otu_cuda_teardown(&g_cs, &g_hs, &g_dalloc, &g_palloc);
     return pf_test_finish();
 }

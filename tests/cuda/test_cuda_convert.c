@@ -10,6 +10,7 @@
  * kernel must not touch is checked too. The kernel computes with __f*_rn
  * intrinsics (no FMA contraction) exactly the reference's float operations. */
 #include "cuda_test_util.h"
+#include "../ops_test_util.h"
 
 #include "ops/convert.h"
 
@@ -21,89 +22,21 @@ static const pf_pixfmt k_formats[] = {PF_PIXFMT_RGB24, PF_PIXFMT_BGR24, PF_PIXFM
                                       PF_PIXFMT_GRAY8, PF_PIXFMT_NV12, PF_PIXFMT_I420};
 #define NFMT 6
 
-static pf_ops *make_ops(pf_stream *s, int reference)
-{
-    pf_ops_params op = pf_ops_params_default();
-    op.stream = s;
-    op.reference = reference;
-    pf_ops *ops = NULL;
-    CHECK_OK(pf_ops_create(&op, &ops));
-    return ops;
-}
-
-/* Host frame in its own buffer, `offset` bytes in, strides row + 0..pad_max,
- * every byte random. */
-static pf_status make_frame(pf_frame *f, pf_pixfmt fmt, int w, int h, int pad_max, size_t offset)
-{
-    size_t strides[PF_FRAME_MAX_PLANES] = {0}, total = offset;
-    for (int p = 0; p < pf_pixfmt_num_planes(fmt); p++) {
-        size_t row, rows;
-        pf_status st = pf_pixfmt_plane_size(fmt, w, h, p, &row, &rows);
-        if (st != PF_OK) return st;
-        strides[p] = row + (size_t)(pad_max ? pf_test_rand_range(0, pad_max) : 0);
-        total += strides[p] * rows;
-    }
-    pf_buffer *b = NULL;
-    pf_status st = pf_buffer_alloc_host(total, &b);
-    if (st != PF_OK) return st;
-    fill_random(pf_buffer_data(b), total);
-    st = pf_frame_wrap(f, fmt, w, h, b, offset, strides);
-    pf_buffer_unref(&b);
-    return st;
-}
-
-/* A copy of host frame `h` (whole buffer, same offset and strides) in memory
- * from `alloc`. */
-static pf_status upload_frame(const pf_frame *h, pf_allocator *alloc, pf_frame *d)
-{
-    pf_buffer *hb = h->buf[0];
-    size_t size = pf_buffer_size(hb);
-    size_t offset = (size_t)(h->data[0] - (uint8_t *)pf_buffer_data(hb));
-    pf_buffer *db = NULL;
-    pf_status st = pf_allocator_alloc(alloc, size, g_cs, &db);
-    if (st == PF_OK) st = pf_memcpy_async(g_cs, pf_buffer_data(db), pf_buffer_data(hb), size);
-    if (st == PF_OK) st = pf_frame_wrap(d, h->format, h->width, h->height, db, offset, h->stride);
-    pf_buffer_unref(&db);
-    return st;
-}
-
-/* The device frame's whole buffer equals the host frame's; reports the first
- * difference. Synchronizes the CUDA stream. */
-static int same_as_host(const pf_frame *dev, const pf_frame *host, const char *label)
-{
-    size_t n = pf_buffer_size(host->buf[0]);
-    unsigned char *got = hmalloc_pageable(n);
-    CHECK_OK(pf_memcpy_async(g_cs, got, pf_buffer_data(dev->buf[0]), n));
-    CHECK_OK(pf_stream_synchronize(g_cs));
-    size_t i = first_mismatch(got, pf_buffer_data(host->buf[0]), n);
-    if (i != NOWHERE) {
-        const uint8_t *base = pf_buffer_data(host->buf[0]);
-        int plane = 0;
-        for (int p = 1; p < host->num_planes; p++)
-            if (base + i >= host->data[p]) plane = p;
-        size_t off = (size_t)(base + i - host->data[plane]);
-        fprintf(stderr, "  %s: %s %dx%d plane %d row %zu byte %zu: cuda %d, reference %d\n", label,
-                pf_pixfmt_name(host->format), host->width, host->height, plane,
-                off / host->stride[plane], off % host->stride[plane], got[i], base[i]);
-    }
-    hfree(got, 0);
-    return i == NOWHERE;
-}
-
 /* Converts `src` (host) with the reference and its upload (from `alloc`)
  * with CUDA into destinations that start as the same random bytes. */
 static void compare(pf_ops *ref, pf_ops *cuda, const pf_frame *src, pf_pixfmt dfmt,
                     const pf_color_params *cp, pf_allocator *alloc, const char *label)
 {
     pf_frame hd = {0}, ds = {0}, dd = {0};
-    CHECK_OK(make_frame(&hd, dfmt, src->width, src->height, 5, (size_t)pf_test_rand_range(0, 3)));
-    CHECK_OK(upload_frame(src, alloc, &ds));
-    CHECK_OK(upload_frame(&hd, alloc, &dd));
+    const size_t offset = (size_t)pf_test_rand_range(0, 3);
+    CHECK_OK(otu_make_frame(&hd, dfmt, src->width, src->height, 5, offset, OTU_RANDOM_WORDS));
+    CHECK_OK(otu_upload_frame(src, alloc, g_cs, &ds));
+    CHECK_OK(otu_upload_frame(&hd, alloc, g_cs, &dd));
     if (ds.data[0] && dd.data[0]) {
         CHECK_OK(pf_ops_convert(ref, src, &hd, cp));
         pf_status st = pf_ops_convert(cuda, &ds, &dd, cp);
         CHECK_OK(st);
-        if (st == PF_OK) CHECK(same_as_host(&dd, &hd, label));
+        if (st == PF_OK) CHECK(otu_same_as_host(g_cs, &dd, &hd, label));
     }
     CHECK_OK(pf_stream_synchronize(g_cs));
     pf_frame_unref(&ds);
@@ -113,7 +46,7 @@ static void compare(pf_ops *ref, pf_ops *cuda, const pf_frame *src, pf_pixfmt df
 
 static void test_random_pairs(void)
 {
-    pf_ops *ref = make_ops(g_hs, 1), *cuda = make_ops(g_cs, 0);
+    pf_ops *ref = otu_make_ops(g_hs, 1, NULL), *cuda = otu_make_ops(g_cs, 0, NULL);
     REQUIRE(ref && cuda);
     for (int it = 0; it < 30; it++) {
         int w = it < 4 ? 1 + (it & 1) : (int)pf_test_rand_range(1, 90);
@@ -122,7 +55,8 @@ static void test_random_pairs(void)
         pf_color_params cp = {(pf_yuv_matrix)(it & 1), (pf_yuv_range)((it >> 1) & 1)};
         for (int s = 0; s < NFMT; s++) {
             pf_frame src = {0};
-            CHECK_OK(make_frame(&src, k_formats[s], w, h, 6, (size_t)(it % 5)));
+            const size_t offset = (size_t)(it % 5);
+            CHECK_OK(otu_make_frame(&src, k_formats[s], w, h, 6, offset, OTU_RANDOM_WORDS));
             for (int d = 0; d < NFMT; d++) {
                 char label[80];
                 snprintf(label, sizeof label, "case %d %s -> %s", it, pf_pixfmt_name(k_formats[s]),
@@ -135,12 +69,12 @@ static void test_random_pairs(void)
     /* 1080p NV12 -> RGB24 (the benchmark) and back, and frames in pinned
      * host memory. */
     pf_frame src = {0};
-    CHECK_OK(make_frame(&src, PF_PIXFMT_NV12, 1920, 1080, 0, 0));
+    CHECK_OK(otu_make_frame(&src, PF_PIXFMT_NV12, 1920, 1080, 0, 0, OTU_RANDOM_WORDS));
     pf_color_params bt709 = {PF_YUV_BT709, PF_YUV_LIMITED};
     compare(ref, cuda, &src, PF_PIXFMT_RGB24, &bt709, g_dalloc, "1080p nv12 -> rgb24");
     compare(ref, cuda, &src, PF_PIXFMT_BGR24, NULL, g_palloc, "1080p nv12 -> bgr24, pinned");
     pf_frame_unref(&src);
-    CHECK_OK(make_frame(&src, PF_PIXFMT_RGB24, 1921, 1081, 3, 1));
+    CHECK_OK(otu_make_frame(&src, PF_PIXFMT_RGB24, 1921, 1081, 3, 1, OTU_RANDOM_WORDS));
     compare(ref, cuda, &src, PF_PIXFMT_NV12, &bt709, g_dalloc, "1921x1081 rgb24 -> nv12");
     compare(ref, cuda, &src, PF_PIXFMT_I420, NULL, g_palloc, "1921x1081 rgb24 -> i420, pinned");
     pf_frame_unref(&src);
@@ -155,7 +89,7 @@ static void test_random_pairs(void)
  * contraction in the kernel would show. */
 static void test_exhaustive(void)
 {
-    pf_ops *ref = make_ops(g_hs, 1), *cuda = make_ops(g_cs, 0);
+    pf_ops *ref = otu_make_ops(g_hs, 1, NULL), *cuda = otu_make_ops(g_cs, 0, NULL);
     REQUIRE(ref && cuda);
     enum { S = 4096 };
     pf_frame yuv = {0}, rgb = {0};
@@ -191,52 +125,22 @@ static void test_exhaustive(void)
     pf_ops_destroy(&cuda);
 }
 
-typedef struct graph_work {
-    pf_ops *ops;
-    const pf_frame *src;
-    pf_frame *dst;
-} graph_work;
-
-static pf_status graph_fn(void *user, pf_stream *s)
+static pf_status convert_default(pf_ops *ops, const pf_frame *src, pf_frame *dst)
 {
-    graph_work *w = user;
-    (void)s;
-    return pf_ops_convert(w->ops, w->src, w->dst, NULL);
+    return pf_ops_convert(ops, src, dst, NULL);
 }
 
 /* Captured once, replayed on new bytes at the same addresses. */
 static void test_graph_capture(void)
 {
-    pf_ops *ref = make_ops(g_hs, 1), *cuda = make_ops(g_cs, 0);
-    pf_graph_cache *gc = NULL;
-    CHECK_OK(pf_graph_cache_create(NULL, &gc));
-    REQUIRE(ref && cuda && gc);
-    pf_frame hs = {0}, hd = {0}, ds = {0}, dd = {0};
-    CHECK_OK(make_frame(&hs, PF_PIXFMT_NV12, 97, 63, 3, 1));
-    CHECK_OK(make_frame(&hd, PF_PIXFMT_RGBA, 97, 63, 3, 0));
-    CHECK_OK(upload_frame(&hs, g_dalloc, &ds));
-    CHECK_OK(upload_frame(&hd, g_dalloc, &dd));
-    REQUIRE(ds.data[0] && dd.data[0]);
-    graph_work w = {cuda, &ds, &dd};
-    const char key[] = "cv";
-    for (int round = 0; round < 2; round++) {
-        if (round == 1) {
-            fill_random(pf_buffer_data(hs.buf[0]), pf_buffer_size(hs.buf[0]));
-            CHECK_OK(pf_memcpy_async(g_cs, pf_buffer_data(ds.buf[0]), pf_buffer_data(hs.buf[0]),
-                                     pf_buffer_size(hs.buf[0])));
-        }
-        CHECK_OK(pf_graph_cache_run(gc, g_cs, key, sizeof key, graph_fn, &w));
-        CHECK_OK(pf_ops_convert(ref, &hs, &hd, NULL));
-        CHECK(same_as_host(&dd, &hd, round ? "replay" : "capture"));
-    }
-    pf_graph_cache_stats gs = pf_test_graph_cache_stats(gc);
-    CHECK_EQ_INT(gs.captures, 1);
-    CHECK_EQ_INT(gs.replays, 1);
+    pf_ops *ref = otu_make_ops(g_hs, 1, NULL), *cuda = otu_make_ops(g_cs, 0, NULL);
+    REQUIRE(ref && cuda);
+    pf_frame hs = {0}, hd = {0};
+    CHECK_OK(otu_make_frame(&hs, PF_PIXFMT_NV12, 97, 63, 3, 1, OTU_RANDOM_WORDS));
+    CHECK_OK(otu_make_frame(&hd, PF_PIXFMT_RGBA, 97, 63, 3, 0, OTU_RANDOM_WORDS));
+    otu_check_graph_replay(ref, cuda, g_cs, g_dalloc, convert_default, "cv", &hs, &hd);
     pf_frame_unref(&hs);
     pf_frame_unref(&hd);
-    pf_frame_unref(&ds);
-    pf_frame_unref(&dd);
-    pf_graph_cache_destroy(&gc);
     pf_ops_destroy(&ref);
     pf_ops_destroy(&cuda);
 }
@@ -245,13 +149,13 @@ static void test_graph_capture(void)
  * itself is a copy there too. */
 static void test_unreachable_and_copy(void)
 {
-    pf_ops *cuda = make_ops(g_cs, 0);
+    pf_ops *cuda = otu_make_ops(g_cs, 0, NULL);
     REQUIRE(cuda);
     pf_frame h = {0}, h2 = {0}, d = {0}, d2 = {0};
-    CHECK_OK(make_frame(&h, PF_PIXFMT_I420, 33, 17, 4, 1));
-    CHECK_OK(make_frame(&h2, PF_PIXFMT_I420, 33, 17, 2, 0));
-    CHECK_OK(upload_frame(&h, g_dalloc, &d));
-    CHECK_OK(upload_frame(&h2, g_dalloc, &d2));
+    CHECK_OK(otu_make_frame(&h, PF_PIXFMT_I420, 33, 17, 4, 1, OTU_RANDOM_WORDS));
+    CHECK_OK(otu_make_frame(&h2, PF_PIXFMT_I420, 33, 17, 2, 0, OTU_RANDOM_WORDS));
+    CHECK_OK(otu_upload_frame(&h, g_dalloc, g_cs, &d));
+    CHECK_OK(otu_upload_frame(&h2, g_dalloc, g_cs, &d2));
     pf_status st = pf_ops_convert(cuda, &h, &d2, NULL);
     CHECK_EQ_INT(st, PF_ERR_UNSUPPORTED);
     CHECK(strstr(pf_last_error(), "src plane 0 is host memory") != NULL);
@@ -266,7 +170,7 @@ static void test_unreachable_and_copy(void)
         for (size_t y = 0; y < rows; y++)
             memcpy(h2.data[p] + y * h2.stride[p], h.data[p] + y * h.stride[p], row);
     }
-    CHECK(same_as_host(&d2, &h2, "same-format copy"));
+    CHECK(otu_same_as_host(g_cs, &d2, &h2, "same-format copy"));
     pf_frame_unref(&h);
     pf_frame_unref(&h2);
     pf_frame_unref(&d);
@@ -276,24 +180,11 @@ static void test_unreachable_and_copy(void)
 
 int main(void)
 {
-    g_dev = pf_test_cuda_device_or_skip();
-    pf_test_seed(20261124);
-    pf_stream_params sp = pf_stream_params_default();
-    sp.device = g_dev;
-    if (pf_stream_create(&sp, &g_cs) != PF_OK || pf_stream_create(NULL, &g_hs) != PF_OK) {
-        fprintf(stderr, "streams: %s\n", pf_last_error());
-        return 1;
-    }
-    g_dalloc = pf_test_allocator_create(g_dev, "cv-device", PF_MEM_DEVICE, 0);
-    g_palloc = pf_test_allocator_create(g_dev, "cv-pinned", PF_MEM_PINNED, 0);
-    if (!g_dalloc || !g_palloc) return 1;
+    if (otu_cuda_setup(20261124, "cv", &g_dev, &g_cs, &g_hs, &g_dalloc, &g_palloc) != 0) return 1;
     PF_RUN(test_random_pairs);
     PF_RUN(test_exhaustive);
     PF_RUN(test_graph_capture);
     PF_RUN(test_unreachable_and_copy);
-    pf_allocator_destroy(&g_dalloc);
-    pf_allocator_destroy(&g_palloc);
-    pf_stream_destroy(&g_cs);
-    pf_stream_destroy(&g_hs);
+    otu_cuda_teardown(&g_cs, &g_hs, &g_dalloc, &g_palloc);
     return pf_test_finish();
 }

@@ -25,6 +25,7 @@
  * proves bit-identical to the reference (the 2-D reference would take
  * minutes there). */
 #include "../mask_check.h"
+#include "../ops_test_util.h"
 
 static pf_device *g_dev;
 static pf_stream *g_cs, *g_hs; /* CUDA stream, CPU stream */
@@ -32,16 +33,6 @@ static pf_allocator *g_dalloc, *g_palloc;
 static pf_ops *g_ref, *g_cpu, *g_cuda;
 static double g_worst_prob, g_worst_temporal, g_worst_feather;
 static long g_boundary, g_values;
-
-static pf_ops *make_ops(pf_stream *s, int reference)
-{
-    pf_ops_params op = pf_ops_params_default();
-    op.stream = s;
-    op.reference = reference;
-    pf_ops *ops = NULL;
-    CHECK_OK(pf_ops_create(&op, &ops));
-    return ops;
-}
 
 static pf_tensor host(pf_dtype dt, int ndim, const int64_t *shape, pf_layout layout)
 {
@@ -492,20 +483,11 @@ static void test_unreachable(void)
 
 int main(void)
 {
-    g_dev = pf_test_cuda_device_or_skip();
-    pf_test_seed(20261123);
-    pf_stream_params sp = pf_stream_params_default();
-    sp.device = g_dev;
-    if (pf_stream_create(&sp, &g_cs) != PF_OK || pf_stream_create(NULL, &g_hs) != PF_OK) {
-        fprintf(stderr, "stream: %s\n", pf_last_error());
-        return 1;
-    }
-    g_dalloc = pf_test_allocator_create(g_dev, "mask-device", PF_MEM_DEVICE, 0);
-    g_palloc = pf_test_allocator_create(g_dev, "mask-pinned", PF_MEM_PINNED, 0);
-    g_ref = make_ops(g_hs, 1);
-    g_cpu = make_ops(g_hs, 0);
-    g_cuda = make_ops(g_cs, 0);
-    if (!g_dalloc || !g_palloc || !g_ref || !g_cpu || !g_cuda) return pf_test_finish();
+    if (otu_cuda_setup(20261123, "mask", &g_dev, &g_cs, &g_hs, &g_dalloc, &g_palloc) != 0) return 1;
+    g_ref = otu_make_ops(g_hs, 1, NULL);
+    g_cpu = otu_make_ops(g_hs, 0, NULL);
+    g_cuda = otu_make_ops(g_cs, 0, NULL);
+    if (!g_ref || !g_cpu || !g_cuda) return pf_test_finish();
     PF_RUN(test_threshold);
     PF_RUN(test_argmax);
     PF_RUN(test_temporal);
@@ -520,9 +502,6 @@ int main(void)
     pf_ops_destroy(&g_ref);
     pf_ops_destroy(&g_cpu);
     pf_ops_destroy(&g_cuda);
-    pf_allocator_destroy(&g_dalloc);
-    pf_allocator_destroy(&g_palloc);
-    pf_stream_destroy(&g_cs);
-    pf_stream_destroy(&g_hs);
+    otu_cuda_teardown(&g_cs, &g_hs, &g_dalloc, &g_palloc);
     return pf_test_finish();
 }

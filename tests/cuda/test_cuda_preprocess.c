@@ -14,31 +14,6 @@ static pf_stream *g_cs, *g_hs; /* CUDA stream, CPU stream */
 static pf_allocator *g_dalloc, *g_palloc;
 static ppc_stats g_stats;
 
-static pf_ops *make_ops(pf_stream *s, int reference)
-{
-    pf_ops_params op = pf_ops_params_default();
-    op.stream = s;
-    op.reference = reference;
-    pf_ops *ops = NULL;
-    CHECK_OK(pf_ops_create(&op, &ops));
-    return ops;
-}
-
-/* A copy of host frame `h` in memory from `alloc` (device or pinned), with
- * the same offset, strides and bytes (padding included). */
-static pf_status upload_frame(const pf_frame *h, pf_allocator *alloc, pf_frame *d)
-{
-    pf_buffer *hb = h->buf[0];
-    size_t size = pf_buffer_size(hb);
-    size_t offset = (size_t)(h->data[0] - (uint8_t *)pf_buffer_data(hb));
-    pf_buffer *db = NULL;
-    pf_status st = pf_allocator_alloc(alloc, size, g_cs, &db);
-    if (st == PF_OK) st = pf_memcpy_async(g_cs, pf_buffer_data(db), pf_buffer_data(hb), size);
-    if (st == PF_OK) st = pf_frame_wrap(d, h->format, h->width, h->height, db, offset, h->stride);
-    pf_buffer_unref(&db);
-    return st;
-}
-
 /* Runs the case on the reference (host) and on CUDA (frames uploaded from
  * `alloc`), compares; returns the number of values out of tolerance. */
 static long run_and_compare(pf_ops *ref, pf_ops *cuda, const ppc_case *c, pf_allocator *alloc,
@@ -54,7 +29,7 @@ static long run_and_compare(pf_ops *ref, pf_ops *cuda, const ppc_case *c, pf_all
     for (int i = 0; i < c->n; i++) {
         hsrc[i] = &c->src[i];
         dsrc[i] = &dev[i];
-        pf_status st = upload_frame(&c->src[i], alloc, &dev[i]);
+        pf_status st = otu_upload_frame(&c->src[i], alloc, g_cs, &dev[i]);
         CHECK_OK(st);
         if (st != PF_OK) goto out;
     }
@@ -84,21 +59,20 @@ out:
 
 static void test_random(void)
 {
-    pf_ops *ref = make_ops(g_hs, 1), *cuda = make_ops(g_cs, 0);
+    pf_ops *ref = otu_make_ops(g_hs, 1, NULL), *cuda = otu_make_ops(g_cs, 0, NULL);
     REQUIRE(ref && cuda);
-    int per_fmt[PF_PIXFMT_COUNT] = {0}, per_interp[3] = {0};
+    ppc_coverage cov;
+    memset(&cov, 0, sizeof cov);
     for (int it = 0; it < 300; it++) {
         ppc_case c;
         CHECK_OK(ppc_random_case(&c, (int)pf_test_rand_range(1, 5), it < 200 ? 24 : 150));
         char label[32];
         snprintf(label, sizeof label, "random case %d", it);
         run_and_compare(ref, cuda, &c, g_dalloc, label);
-        for (int i = 0; i < c.n; i++) per_fmt[c.src[i].format]++;
-        per_interp[c.p.interp]++;
+        ppc_cover(&cov, &c);
         ppc_free(&c);
     }
-    for (int i = 0; i < PPC_NFMT; i++) CHECK(per_fmt[ppc_formats[i]] > 0);
-    for (int i = 0; i < 3; i++) CHECK(per_interp[i] > 0);
+    ppc_check_coverage(&cov);
     pf_ops_destroy(&ref);
     pf_ops_destroy(&cuda);
 }
@@ -108,7 +82,7 @@ static void test_random(void)
  * 40000-wide one), upscales, 1x1 both ways; every format and interpolation. */
 static void test_shapes(void)
 {
-    pf_ops *ref = make_ops(g_hs, 1), *cuda = make_ops(g_cs, 0);
+    pf_ops *ref = otu_make_ops(g_hs, 1, NULL), *cuda = otu_make_ops(g_cs, 0, NULL);
     REQUIRE(ref && cuda);
     struct {
         int sw, sh, W, H;
@@ -118,17 +92,10 @@ static void test_shapes(void)
         for (int fi = 0; fi < PPC_NFMT; fi++)
             for (int interp = 0; interp < 3; interp++) {
                 ppc_case c;
-                memset(&c, 0, sizeof c);
-                c.n = 1;
-                CHECK_OK(ppc_make_frame(&c.src[0], ppc_formats[fi], shapes[s].sw, shapes[s].sh, 5,
-                                        3));
-                c.rois[0] = (pf_rect){0, 0, shapes[s].sw, shapes[s].sh};
-                c.W = shapes[s].W;
-                c.H = shapes[s].H;
-                c.layout = (interp + fi) & 1 ? PF_LAYOUT_NHWC : PF_LAYOUT_NCHW;
-                c.dtype = fi & 1 ? PF_DTYPE_F16 : PF_DTYPE_F32;
-                ppc_random_params(&c.p);
-                c.p.interp = (pf_interp)interp;
+                pf_layout lay = (interp + fi) & 1 ? PF_LAYOUT_NHWC : PF_LAYOUT_NCHW;
+                pf_dtype dt = fi & 1 ? PF_DTYPE_F16 : PF_DTYPE_F32;
+                CHECK_OK(ppc_shape_case(&c, ppc_formats[fi], shapes[s].sw, shapes[s].sh,
+                                        shapes[s].W, shapes[s].H, lay, dt, (pf_interp)interp));
                 char label[48];
                 snprintf(label, sizeof label, "shape %zu fmt %d interp %d", s, fi, interp);
                 run_and_compare(ref, cuda, &c, g_dalloc, label);
@@ -142,7 +109,7 @@ static void test_shapes(void)
  * mean/std), 70 mixed frames (two launches), and frames in pinned memory. */
 static void test_batches_and_memory(void)
 {
-    pf_ops *ref = make_ops(g_hs, 1), *cuda = make_ops(g_cs, 0);
+    pf_ops *ref = otu_make_ops(g_hs, 1, NULL), *cuda = otu_make_ops(g_cs, 0, NULL);
     REQUIRE(ref && cuda);
     const float mean[3] = {0.485f, 0.456f, 0.406f}, stdv[3] = {0.229f, 0.224f, 0.225f};
     for (int k = 0; k < 3; k++) {
@@ -202,7 +169,7 @@ static pf_status graph_fn(void *user, pf_stream *s)
 
 static void test_graph_capture(void)
 {
-    pf_ops *ref = make_ops(g_hs, 1), *cuda = make_ops(g_cs, 0);
+    pf_ops *ref = otu_make_ops(g_hs, 1, NULL), *cuda = otu_make_ops(g_cs, 0, NULL);
     pf_graph_cache *gc = NULL;
     CHECK_OK(pf_graph_cache_create(NULL, &gc));
     REQUIRE(ref && cuda && gc);
@@ -217,8 +184,8 @@ static void test_graph_capture(void)
     c.dtype = PF_DTYPE_F16;
     ppc_random_params(&c.p);
     pf_frame dev[2] = {{0}};
-    CHECK_OK(upload_frame(&c.src[0], g_dalloc, &dev[0]));
-    CHECK_OK(upload_frame(&c.src[1], g_dalloc, &dev[1]));
+    CHECK_OK(otu_upload_frame(&c.src[0], g_dalloc, g_cs, &dev[0]));
+    CHECK_OK(otu_upload_frame(&c.src[1], g_dalloc, g_cs, &dev[1]));
     pf_tensor dout = {0}, href = {0};
     CHECK_OK(ppc_alloc_dst(&c, &dout, g_dalloc, g_cs));
     CHECK_OK(ppc_alloc_dst(&c, &href, NULL, NULL));
@@ -268,11 +235,11 @@ static void test_graph_capture(void)
  * destination. Messages name the argument and the memory. */
 static void test_unreachable(void)
 {
-    pf_ops *cuda = make_ops(g_cs, 0);
+    pf_ops *cuda = otu_make_ops(g_cs, 0, NULL);
     REQUIRE(cuda);
     pf_frame h = {0}, d = {0};
     CHECK_OK(ppc_make_frame(&h, PF_PIXFMT_RGB24, 16, 8, 0, 0));
-    CHECK_OK(upload_frame(&h, g_dalloc, &d));
+    CHECK_OK(otu_upload_frame(&h, g_dalloc, g_cs, &d));
     pf_tensor dt = {0}, ht = {0};
     int64_t shape[4] = {1, 3, 8, 8};
     CHECK_OK(pf_tensor_alloc(&dt, PF_DTYPE_F16, 4, shape, PF_LAYOUT_NCHW, g_dalloc, g_cs));
@@ -295,17 +262,7 @@ static void test_unreachable(void)
 
 int main(void)
 {
-    g_dev = pf_test_cuda_device_or_skip();
-    pf_test_seed(20261122);
-    pf_stream_params sp = pf_stream_params_default();
-    sp.device = g_dev;
-    if (pf_stream_create(&sp, &g_cs) != PF_OK || pf_stream_create(NULL, &g_hs) != PF_OK) {
-        fprintf(stderr, "stream: %s\n", pf_last_error());
-        return 1;
-    }
-    g_dalloc = pf_test_allocator_create(g_dev, "pp-device", PF_MEM_DEVICE, 0);
-    g_palloc = pf_test_allocator_create(g_dev, "pp-pinned", PF_MEM_PINNED, 0);
-    if (!g_dalloc || !g_palloc) return 1;
+    if (otu_cuda_setup(20261122, "pp", &g_dev, &g_cs, &g_hs, &g_dalloc, &g_palloc) != 0) return 1;
     PF_RUN(test_random);
     PF_RUN(test_shapes);
     PF_RUN(test_batches_and_memory);
@@ -313,10 +270,6 @@ int main(void)
     PF_RUN(test_unreachable);
     printf("CUDA vs reference: %ld values, worst f32 |diff| / bound %.3f, worst f16 %d ulp\n",
            g_stats.values, g_stats.worst_f32, g_stats.worst_ulps);
-    pf_stream_synchronize(g_cs);
-    pf_allocator_destroy(&g_dalloc);
-    pf_allocator_destroy(&g_palloc);
-    pf_stream_destroy(&g_cs);
-    pf_stream_destroy(&g_hs);
+    otu_cuda_teardown(&g_cs, &g_hs, &g_dalloc, &g_palloc);
     return pf_test_finish();
 }

@@ -11,32 +11,13 @@
  * and the kernel's byte-store path runs), filled with a sentinel first and
  * downloaded whole, so a write outside a frame shows. */
 #include "ops/reproject.h"
+#include "../ops_test_util.h"
 #include "reproject_util.h"
 
 static pf_device *g_dev;
 static pf_stream *g_s, *g_cpu_s;
 static pf_allocator *g_alloc, *g_pinned;
 static pf_ops *g_cuda, *g_ref;
-
-#define CHECK_ERR(expr, status, text) \
-    do { \
-        pf_status e_ = (expr); \
-        CHECK_EQ_INT(e_, status); \
-        if (!strstr(pf_last_error(), text)) { \
-            CHECK(!"message"); \
-            fprintf(stderr, "  expected \"%s\" in \"%s\"\n", text, pf_last_error()); \
-        } \
-    } while (0)
-
-static pf_ops *make_ops(pf_stream *s, int reference)
-{
-    pf_ops_params p = pf_ops_params_default();
-    p.stream = s;
-    p.reference = reference;
-    pf_ops *ops = NULL;
-    CHECK_OK(pf_ops_create(&p, &ops));
-    return ops;
-}
 
 /* A frame in `alloc`'s memory laid out exactly like rp_frame_make(fmt, w, h,
  * pad, offset) lays out its host frame, every byte set to RP_SENTINEL. */
@@ -284,14 +265,14 @@ static void test_reachability(void)
     snprintf(spec, sizeof spec, "device memory of %s", pf_device_spec(g_dev));
 
     CHECK_OK(pf_ops_equirect_to_views(g_cuda, &dsrc, &v, &pd, 1, B));
-    CHECK_ERR(pf_ops_equirect_to_views(g_cuda, &hsrc, &v, &pd, 1, B), PF_ERR_UNSUPPORTED,
-              "src is pageable host memory");
-    CHECK_ERR(pf_ops_equirect_to_views(g_cuda, &dsrc, &v, &ph, 1, B), PF_ERR_UNSUPPORTED,
-              "dsts[0] is pageable host memory");
-    CHECK_ERR(pf_ops_equirect_to_views(g_ref, &dsrc, &v, &ph, 1, B), PF_ERR_UNSUPPORTED, spec);
-    CHECK_ERR(pf_ops_equirect_to_views(g_ref, &hsrc, &v, &pd, 1, B), PF_ERR_UNSUPPORTED, spec);
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cuda, &hsrc, &v, &pd, 1, B), PF_ERR_UNSUPPORTED,
+               "src is pageable host memory");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_cuda, &dsrc, &v, &ph, 1, B), PF_ERR_UNSUPPORTED,
+               "dsts[0] is pageable host memory");
+    EXPECT_ERR(pf_ops_equirect_to_views(g_ref, &dsrc, &v, &ph, 1, B), PF_ERR_UNSUPPORTED, spec);
+    EXPECT_ERR(pf_ops_equirect_to_views(g_ref, &hsrc, &v, &pd, 1, B), PF_ERR_UNSUPPORTED, spec);
     /* `reference` is ignored on CUDA: the kernel runs (on device memory). */
-    pf_ops *refcuda = make_ops(g_s, 1);
+    pf_ops *refcuda = otu_make_ops(g_s, 1, NULL);
     if (refcuda) {
         pf_frame ref, back;
         RP_REQUIRE_OK(rp_frame_make(&ref, PF_PIXFMT_RGB24, 16, 8, 0, 0));
@@ -315,8 +296,8 @@ static void test_reachability(void)
             memset(&f1, 0, sizeof f1);
             CHECK_OK(pf_frame_wrap(&f1, PF_PIXFMT_RGB24, 16, 8, b, 0, NULL));
             pf_frame *p1 = &f1;
-            CHECK_ERR(pf_ops_equirect_to_views(g_cuda, &dsrc, &v, &p1, 1, B), PF_ERR_UNSUPPORTED,
-                      "not reachable from a stream of");
+            EXPECT_ERR(pf_ops_equirect_to_views(g_cuda, &dsrc, &v, &p1, 1, B), PF_ERR_UNSUPPORTED,
+                       "not reachable from a stream of");
             pf_frame_unref(&f1);
             pf_buffer_unref(&b);
         }
@@ -331,18 +312,11 @@ static void test_reachability(void)
 
 int main(void)
 {
-    g_dev = pf_test_cuda_device_or_skip();
-    pf_test_seed(0xC0BE360);
-    pf_stream_params sp = pf_stream_params_default();
-    sp.device = g_dev;
-    if (pf_stream_create(&sp, &g_s) != PF_OK) return 1;
-    sp.device = NULL;
-    if (pf_stream_create(&sp, &g_cpu_s) != PF_OK) return 1;
-    g_alloc = pf_test_allocator_create(g_dev, "rp-device", PF_MEM_DEVICE, 0);
-    g_pinned = pf_test_allocator_create(g_dev, "rp-pinned", PF_MEM_PINNED, 0);
-    g_cuda = make_ops(g_s, 0);
-    g_ref = make_ops(g_cpu_s, 1);
-    if (!g_alloc || !g_pinned || !g_cuda || !g_ref) return 1;
+    if (otu_cuda_setup(0xC0BE360, "rp", &g_dev, &g_s, &g_cpu_s, &g_alloc, &g_pinned) != 0)
+        return 1;
+    g_cuda = otu_make_ops(g_s, 0, NULL);
+    g_ref = otu_make_ops(g_cpu_s, 1, NULL);
+    if (!g_cuda || !g_ref) return 1;
 
     PF_RUN(test_random_views);
     PF_RUN(test_many_views_and_large);
@@ -353,9 +327,6 @@ int main(void)
 
     pf_ops_destroy(&g_ref);
     pf_ops_destroy(&g_cuda);
-    pf_allocator_destroy(&g_pinned);
-    pf_allocator_destroy(&g_alloc);
-    pf_stream_destroy(&g_cpu_s);
-    pf_stream_destroy(&g_s);
+    otu_cuda_teardown(&g_s, &g_cpu_s, &g_alloc, &g_pinned);
     return pf_test_finish();
 }
