@@ -188,6 +188,11 @@ static pf_status check_reach(const char *fn, const char *name, const pf_frame *f
                             "%s: %s is pageable host memory, which kernels on %s cannot read "
                             "(use device or pinned memory)",
                             fn, name, pf_device_spec(ops->dev));
+    if (d == PF_MEM_PINNED && owner->props.type != PF_DEVICE_CUDA)
+        return pf_set_error(PF_ERR_UNSUPPORTED,
+                            "%s: %s is marked pinned but belongs to %s, so it is ordinary heap "
+                            "memory that kernels on %s cannot read",
+                            fn, name, pf_device_spec(owner), pf_device_spec(ops->dev));
     return PF_OK;
 }
 
