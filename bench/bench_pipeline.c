@@ -1,4 +1,5 @@
-/* bench_pipeline: what the runtime itself costs per item.
+/* bench_pipeline: what the runtime itself costs per item, without and with
+ * tracing.
  *
  * A source and a chain of 1, 2 and 4 empty stages (each emits what it gets;
  * the last one drops it), joined by BLOCK edges of capacity 64. Items are
@@ -6,6 +7,20 @@
  * the source call, one push and one pop per edge, one process call per
  * stage, statistics. Reported per item and per hop (edge + stage), the
  * median of 5 runs; the target is < 5 us per hop.
+ *
+ * Tracing: every chain also runs with params.trace_path set (runs alternate
+ * off/on so drift on a shared machine hits both alike). The per-item figure
+ * is the time from pf_pipeline_start() returning to pf_pipeline_wait()
+ * returning over the items; what tracing costs once is reported apart: the
+ * start (the tracer's buffer, trace_max_events x 64 bytes, allocated and
+ * touched there; sized here to the run: (stages + 1) spans per item plus
+ * room for the queue counters) and the file written at destroy. Reported:
+ * us/item off and on (wall clock) and their difference, the process's CPU
+ * time per item (all threads, from getrusage) off and on, their difference
+ * per item and per span (on a loaded or small machine the wall figure
+ * mostly measures scheduling; CPU time is the steadier measure of what the
+ * recording costs), the trace file's bytes and events per item, and
+ * whether any event was dropped.
  *
  * Every stage is a thread: with fewer cores than stages + 1 the threads take
  * turns and hand-offs include context switches, so run it on a machine with
@@ -15,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "bench_common.h"
 
@@ -58,11 +75,56 @@ static pf_status drop(void *user, pf_stage_ctx *ctx, pf_item *items, int n)
     return PF_OK;
 }
 
-/* One run: seconds for n items through `stages` empty stages. */
-static int run_chain(int stages, int64_t n, pf_buffer *buf, double *secs)
+typedef struct run_result {
+    double run_s;       /* start returned -> wait returned */
+    double cpu_s;       /* CPU time of the process (all threads) over run_s */
+    double start_s;     /* pf_pipeline_start() */
+    double destroy_s;   /* pf_pipeline_destroy(): writes the trace */
+    long long bytes;    /* trace file size */
+    long long events;   /* written_events from the trace's metadata */
+    long long dropped;  /* dropped_events */
+} run_result;
+
+static double cpu_seconds(void)
 {
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* A number after "key": in the trace file's metadata (at its end); -1 if absent. */
+static long long trace_meta(const char *path, const char *key)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    char tail[4096];
+    long long v = -1;
+    if (fseek(f, -(long)sizeof tail + 1, SEEK_END) != 0) rewind(f);
+    size_t n = fread(tail, 1, sizeof tail - 1, f);
+    tail[n] = 0;
+    fclose(f);
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *at = strstr(tail, pat);
+    if (at) v = strtoll(at + strlen(pat), NULL, 10);
+    return v;
+}
+
+/* One run of n items through `stages` empty stages; traced to trace_path
+ * when it is not NULL. */
+static int run_chain(int stages, int64_t n, pf_buffer *buf, const char *trace_path, run_result *r)
+{
+    memset(r, 0, sizeof *r);
     pf_pipeline_params pp = pf_pipeline_params_default();
     pp.name = "bench";
+    pp.trace_path = trace_path;
+    if (trace_path) {
+        /* every span of the run, plus the queue counters: one sample per
+         * edge each 1 ms when the depth changed (65536: a minute on 1 edge) */
+        int64_t ev = (int64_t)(stages + 1) * n + 65536;
+        pp.trace_max_events = ev < ((int64_t)1 << 26) ? (size_t)ev : (size_t)1 << 26;
+    }
     pf_pipeline *p = NULL;
     if (pf_pipeline_create(&pp, &p) != PF_OK) return -1;
     src_state src = {buf, n, 0};
@@ -88,9 +150,30 @@ static int run_chain(int stages, int64_t n, pf_buffer *buf, double *secs)
     }
     int64_t t0 = pf_time_ns();
     if (rc == 0 && pf_pipeline_start(p) != PF_OK) rc = -1;
+    int64_t t1 = pf_time_ns();
+    double c1 = cpu_seconds();
     if (rc == 0 && pf_pipeline_wait(p, PF_WAIT_FOREVER) != PF_OK) rc = -1;
-    *secs = (pf_time_ns() - t0) / 1e9;
+    int64_t t2 = pf_time_ns();
+    r->cpu_s = cpu_seconds() - c1;
     pf_pipeline_destroy(&p);
+    int64_t t3 = pf_time_ns();
+    r->start_s = (t1 - t0) / 1e9;
+    r->run_s = (t2 - t1) / 1e9;
+    r->destroy_s = (t3 - t2) / 1e9;
+    if (rc == 0 && trace_path) {
+        FILE *f = fopen(trace_path, "rb");
+        if (f) {
+            fseek(f, 0, SEEK_END);
+            r->bytes = ftell(f);
+            fclose(f);
+        }
+        r->events = trace_meta(trace_path, "written_events");
+        r->dropped = trace_meta(trace_path, "dropped_events");
+        if (r->bytes <= 0 || r->events < 0) {
+            fprintf(stderr, "bench_pipeline: trace %s was not written\n", trace_path);
+            rc = -1;
+        }
+    }
     return rc;
 }
 
@@ -105,40 +188,102 @@ int main(int argc, char **argv)
     if (rc >= 0) return rc;
     pf_buffer *buf = NULL;
     if (pf_buffer_alloc_host(64, &buf) != PF_OK) return bench_fail(a.prog, "buffer");
-    const int chains[] = {1, 2, 4};
-    double per_item[3], per_hop[3];
-    for (int c = 0; c < 3; c++) {
-        double t[RUNS];
-        for (int r = 0; r < RUNS; r++)
-            if (run_chain(chains[c], a.iters, buf, &t[r]) != 0) {
-                pf_buffer_unref(&buf);
-                return bench_fail(a.prog, "pipeline run");
-            }
-        double med = bench_median(t, RUNS);
-        per_item[c] = med * 1e6 / a.iters;
-        per_hop[c] = per_item[c] / chains[c];
+    char path[] = "/tmp/bench_pipeline_trace_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        pf_buffer_unref(&buf);
+        fprintf(stderr, "%s: cannot make a temporary trace file in /tmp\n", a.prog);
+        return 1;
+    }
+    close(fd);
+    enum { NC = 3 };
+    const int chains[NC] = {1, 2, 4};
+    /* per item: wall and CPU time (all threads), tracing off / on */
+    double off_us[NC], on_us[NC], cpu_off[NC], cpu_on[NC];
+    double start_ms[NC], start_off_ms[NC], write_ms[NC], bytes_item[NC], events_item[NC];
+    long long dropped[NC];
+    for (int c = 0; c < NC; c++) {
+        double w0[RUNS], w1[RUNS], c0[RUNS], c1[RUNS], st0[RUNS], st1[RUNS], wr[RUNS];
+        run_result r;
+        dropped[c] = 0;
+        for (int k = 0; k < RUNS; k++) {
+            if (run_chain(chains[c], a.iters, buf, NULL, &r) != 0) goto fail;
+            w0[k] = r.run_s;
+            c0[k] = r.cpu_s;
+            st0[k] = r.start_s;
+            if (run_chain(chains[c], a.iters, buf, path, &r) != 0) goto fail;
+            w1[k] = r.run_s;
+            c1[k] = r.cpu_s;
+            st1[k] = r.start_s;
+            wr[k] = r.destroy_s;
+            if (r.dropped > dropped[c]) dropped[c] = r.dropped;
+        }
+        const double per_item = 1e6 / a.iters;
+        off_us[c] = bench_median(w0, RUNS) * per_item;
+        on_us[c] = bench_median(w1, RUNS) * per_item;
+        cpu_off[c] = bench_median(c0, RUNS) * per_item;
+        cpu_on[c] = bench_median(c1, RUNS) * per_item;
+        start_off_ms[c] = bench_median(st0, RUNS) * 1e3;
+        start_ms[c] = bench_median(st1, RUNS) * 1e3;
+        write_ms[c] = bench_median(wr, RUNS) * 1e3;
+        /* the last run's file: runs differ only in their counter samples */
+        bytes_item[c] = (double)r.bytes / a.iters;
+        events_item[c] = (double)r.events / a.iters;
     }
     pf_buffer_unref(&buf);
+    remove(path);
     int cores = pf_cpu_count();
     if (a.json) {
         printf("{\"bench\":\"pipeline\",\"items\":%d,\"runs\":%d,\"cores\":%d,\"edge_capacity\":64,"
                "\"target_us_per_hop\":5,\"chains\":[",
                a.iters, RUNS, cores);
-        for (int c = 0; c < 3; c++)
-            printf("%s{\"stages\":%d,\"us_per_item\":%.4f,\"us_per_hop\":%.4f,\"items_per_s\":%.0f}",
-                   c ? "," : "", chains[c], per_item[c], per_hop[c], 1e6 / per_item[c]);
+        for (int c = 0; c < NC; c++)
+            printf("%s{\"stages\":%d,\"us_per_item\":%.4f,\"us_per_hop\":%.4f,\"items_per_s\":%.0f,"
+                   "\"cpu_us_per_item\":%.4f,"
+                   "\"trace\":{\"us_per_item\":%.4f,\"overhead_us_per_item\":%.4f,"
+                   "\"cpu_us_per_item\":%.4f,\"cpu_overhead_us_per_item\":%.4f,"
+                   "\"cpu_overhead_us_per_span\":%.4f,\"spans_per_item\":%d,"
+                   "\"bytes_per_item\":%.1f,\"events_per_item\":%.3f,\"dropped_events\":%lld,"
+                   "\"start_ms\":%.2f,\"start_ms_untraced\":%.2f,\"write_ms\":%.2f}}",
+                   c ? "," : "", chains[c], off_us[c], off_us[c] / chains[c], 1e6 / off_us[c],
+                   cpu_off[c], on_us[c], on_us[c] - off_us[c], cpu_on[c], cpu_on[c] - cpu_off[c],
+                   (cpu_on[c] - cpu_off[c]) / (chains[c] + 1), chains[c] + 1, bytes_item[c],
+                   events_item[c], dropped[c], start_ms[c], start_off_ms[c], write_ms[c]);
         printf("]}\n");
     } else {
         printf("pipeline runtime overhead: empty stages, BLOCK edges of capacity 64, %d items, "
                "median of %d runs, %d cores\n",
                a.iters, RUNS, cores);
-        printf("%8s %14s %14s %14s\n", "stages", "us/item", "us/hop", "items/s");
-        for (int c = 0; c < 3; c++)
-            printf("%8d %14.3f %14.3f %14.0f%s\n", chains[c], per_item[c], per_hop[c],
-                   1e6 / per_item[c], per_hop[c] < 5 ? "" : "  (over the 5 us target)");
+        printf("%8s %14s %14s %14s %14s\n", "stages", "us/item", "us/hop", "items/s",
+               "CPU us/item");
+        for (int c = 0; c < NC; c++)
+            printf("%8d %14.3f %14.3f %14.0f %14.3f%s\n", chains[c], off_us[c],
+                   off_us[c] / chains[c], 1e6 / off_us[c], cpu_off[c],
+                   off_us[c] / chains[c] < 5 ? "" : "  (over the 5 us target)");
+        printf("\ntracing on: a span per item per stage (stages + 1 per item), flows, queue "
+               "counters; runs alternate off/on\n");
+        printf("%8s %9s %9s %9s %9s %9s %9s %9s %10s %9s %9s %9s\n", "", "wall", "wall",
+               "wall", "CPU", "CPU", "CPU", "CPU", "file", "events", "start", "write");
+        printf("%8s %9s %9s %9s %9s %9s %9s %9s %10s %9s %9s %9s\n", "stages", "off us/it",
+               "on us/it", "+us/it", "off us/it", "on us/it", "+us/it", "+us/span", "B/item",
+               "/item", "ms", "ms");
+        for (int c = 0; c < NC; c++)
+            printf("%8d %9.3f %9.3f %+9.3f %9.3f %9.3f %+9.3f %+9.3f %10.1f %9.2f %9.1f %9.1f%s\n",
+                   chains[c], off_us[c], on_us[c], on_us[c] - off_us[c], cpu_off[c], cpu_on[c],
+                   cpu_on[c] - cpu_off[c], (cpu_on[c] - cpu_off[c]) / (chains[c] + 1),
+                   bytes_item[c], events_item[c], start_ms[c], write_ms[c],
+                   dropped[c] ? "  (events dropped)" : "");
+        printf("CPU: process CPU time (all threads) over the run, per item. start: "
+               "pf_pipeline_start with tracing (untraced %.1f ms): mostly the trace buffer, "
+               "sized to the run. write: the file, at destroy\n",
+               start_off_ms[NC - 1]);
         if (cores < 6)
             printf("note: %d cores for up to 5 threads: hand-offs include context switches\n",
                    cores);
     }
     return 0;
+fail:
+    pf_buffer_unref(&buf);
+    remove(path);
+    return bench_fail(a.prog, "pipeline run");
 }

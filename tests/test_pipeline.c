@@ -19,6 +19,7 @@
 #include "device/backend.h"
 #include "pipeline/pipeline_impl.h"
 #include "pf_test.h"
+#include "pipeline_trace_check.h"
 
 /* Helpers ------------------------------------------------------------------------------ */
 
@@ -1318,50 +1319,327 @@ static void test_fake_clock(void)
     sink_fini(&sink);
 }
 
+/* Tracing ------------------------------------------------------------------------------------
+ *
+ * The trace file is read back (pipeline_trace_check.h: strict JSON, exact ns
+ * times) and checked event by event against what the pipeline did. */
+
+static bool temp_path(char *path)
+{
+    int fd = mkstemp(path);
+    if (fd < 0) return false;
+    close(fd);
+    return true;
+}
+
+/* Every item has exactly one span on each stage (on one of its worker
+ * tracks, process `pid`), with source 0. */
+static void check_one_span_per_item(const trace_view *tv, int pid, const char *stage, int64_t n)
+{
+    CHECK_EQ_INT(tv_count_spans(tv, pid, stage), n);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int c = 0;
+        const tv_span *sp = tv_find(tv, pid, stage, 0, i, &c);
+        if (c != 1 || !sp || strcmp(sp->name, stage) != 0) bad++;
+    }
+    if (bad) printf("  stage %s (pid %d): %lld items without exactly one span\n", stage, pid,
+                    (long long)bad);
+    CHECK_EQ_INT(bad, 0);
+}
+
+/* Queue counter of an edge: starts and ends at 0 (the samples at start and
+ * at the end), integer values within [0, capacity], time never goes back. */
+static void check_queue_counter(const trace_view *tv, const char *name, int capacity)
+{
+    double first = -1, last = -1;
+    int64_t n = tv_count_counter(tv, name, &first, &last);
+    CHECK(n >= 2);
+    CHECK(first == 0);
+    CHECK(last == 0);
+    int64_t prev = INT64_MIN, bad = 0;
+    for (size_t i = 0; i < tv->nctrs; i++) {
+        const tv_counter *c = &tv->ctrs[i];
+        if (strcmp(c->name, name) != 0) continue;
+        if (c->pid != 1 || c->ts < prev || c->value < 0 || c->value > capacity ||
+            c->value != (double)(int64_t)c->value)
+            bad++;
+        prev = c->ts;
+    }
+    CHECK_EQ_INT(bad, 0);
+}
+
+/* decode (source) -> blur (2 workers, ordered) -> encode (sink), traced: a
+ * span per item per stage, flows linking each item's three spans in stage
+ * order, a counter per edge, and nothing of a GPU on a CPU-only pipeline. */
 static void test_trace(void)
 {
     char path[] = "/tmp/pf_test_pipeline_trace_XXXXXX";
-    int fd = mkstemp(path);
-    REQUIRE(fd >= 0);
-    close(fd);
+    REQUIRE(temp_path(path));
+    int64_t n = pf_test_rand_range(100, 300);
     pf_pipeline_params pp = pf_pipeline_params_default();
+    CHECK_EQ_INT(pp.trace_counter_ms, 100);
+    CHECK_EQ_INT(pp.trace_max_events, 0);
     pp.name = "traced";
     pp.trace_path = path;
     pf_pipeline *p = NULL;
     CHECK_OK(pf_pipeline_create(&pp, &p));
     REQUIRE(p);
     src_state src;
-    src_init(&src, 200, 4);
+    src_init(&src, n, 4);
     pass_state a;
     pass_init(&a);
-    a.delay_us = 50;
+    a.delay_us = 20;
+    a.delay_jitter_us = 40;
     sink_state sink;
-    sink_init(&sink, 200);
+    sink_init(&sink, n);
     pf_stage *s0 = add_source(p, "decode", &src);
     pf_stage *s1 = add_pass(p, "blur", &a, 2, true, 1, 0);
     pf_stage *s2 = add_sink(p, "encode", &sink);
     connect(p, s0, s1, 4, PF_EDGE_BLOCK);
-    connect(p, s1, s2, 4, PF_EDGE_BLOCK);
+    connect(p, s1, s2, 3, PF_EDGE_BLOCK);
     CHECK_OK(pf_pipeline_start(p));
     CHECK_OK(pf_pipeline_wait(p, PF_WAIT_FOREVER));
-    CHECK(in_order(&sink, 200));
-    pf_pipeline_destroy(&p);
-    FILE *f = fopen(path, "rb");
-    REQUIRE(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = calloc((size_t)n + 1, 1);
-    CHECK(fread(buf, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
-    CHECK(strstr(buf, "\"decode\"") != NULL);
-    CHECK(strstr(buf, "blur#1") != NULL);
-    CHECK(strstr(buf, "\"encode\"") != NULL);
-    CHECK(strstr(buf, "queue decode -> blur") != NULL);
-    CHECK(strstr(buf, "traced") != NULL);
-    free(buf);
-    remove(path);
+    CHECK(in_order(&sink, n));
+    pf_pipeline_destroy(&p); /* writes the trace */
     sink_fini(&sink);
+
+    trace_view tv;
+    bool loaded = tv_load(path, &tv);
+    remove(path);
+    CHECK(loaded);
+    if (!loaded) {
+        tv_free(&tv);
+        return;
+    }
+    CHECK_EQ_INT(tv_meta(&tv, "dropped_events"), 0);
+    CHECK_EQ_INT(tv_meta(&tv, "rejected_events"), 0);
+    CHECK_EQ_INT(tv_meta(&tv, "incomplete_events"), 0);
+    CHECK_EQ_INT(tv_meta(&tv, "gpu_spans_failed"), 0);
+    CHECK_EQ_INT(tv_meta(&tv, "max_events"), 1 << 20);
+    CHECK_EQ_INT(tv_meta(&tv, "flows"), n);
+    const jval *gd = jget(tv.meta, "gpu_device");
+    CHECK(gd && gd->type == J_NULL);
+    /* the process is named after the pipeline; tracks after the stages */
+    CHECK(strstr(tv.text, "\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":\"traced\"}") !=
+          NULL);
+    CHECK(strstr(tv.text, "\"blur#0\"") != NULL && strstr(tv.text, "\"blur#1\"") != NULL);
+
+    /* (1) a span per item per stage on its CPU track */
+    check_one_span_per_item(&tv, 1, "decode", n);
+    check_one_span_per_item(&tv, 1, "blur", n);
+    check_one_span_per_item(&tv, 1, "encode", n);
+    CHECK_EQ_INT((int64_t)tv.nspans, 3 * n);
+
+    /* (3) flows: per item one id over its three spans, in stage order;
+     * the first only flows out, the middle both ways, the last only in. A
+     * consumer's span starts after its producer emitted: after the source
+     * call, and after blur's call began (blur emits inside it). */
+    int64_t bad_flow = 0, bad_time = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const tv_span *d = tv_find(&tv, 1, "decode", 0, i, NULL);
+        const tv_span *b = tv_find(&tv, 1, "blur", 0, i, NULL);
+        const tv_span *e = tv_find(&tv, 1, "encode", 0, i, NULL);
+        if (!d || !b || !e) {
+            bad_flow++;
+            continue;
+        }
+        if (!d->bind || !b->bind || !e->bind || strcmp(d->bind, b->bind) || strcmp(b->bind, e->bind) ||
+            d->flow_in || !d->flow_out || !b->flow_in || !b->flow_out || !e->flow_in ||
+            e->flow_out)
+            bad_flow++;
+        if (i > 0) { /* ids differ between items */
+            const tv_span *prev = tv_find(&tv, 1, "decode", 0, i - 1, NULL);
+            if (prev && prev->bind && d->bind && !strcmp(prev->bind, d->bind)) bad_flow++;
+        }
+        if (b->ts < d->ts + d->dur || e->ts < b->ts) bad_time++;
+    }
+    CHECK_EQ_INT(bad_flow, 0);
+    CHECK_EQ_INT(bad_time, 0);
+
+    /* (4) a queue depth counter per edge */
+    check_queue_counter(&tv, "queue decode -> blur", 4);
+    check_queue_counter(&tv, "queue blur -> encode", 3);
+
+    /* (2)/(5) CPU only: no GPU process, GPU spans or device counters */
+    CHECK(!tv.has_gpu_process);
+    int64_t gpu_things = 0;
+    for (size_t i = 0; i < tv.nspans; i++) gpu_things += tv.spans[i].pid != 1;
+    for (size_t i = 0; i < tv.nctrs; i++)
+        gpu_things += tv.ctrs[i].pid != 1 || strncmp(tv.ctrs[i].name, "queue ", 6) != 0;
+    CHECK_EQ_INT(gpu_things, 0);
+    tv_free(&tv);
+}
+
+/* The GPU span machinery on CPU streams and events (the forced GPU path):
+ * each stage also gets a GPU track (process 2) of the same name with one
+ * span per item. CPU events hold host times, so the bounds are exact: the
+ * start event is recorded after the CPU span starts and before the call,
+ * the end event after the call, before the worker's next call begins. A
+ * batching stage traces each item of a call with the call's span. */
+static void test_trace_gpu_path_on_cpu(void)
+{
+    char path[] = "/tmp/pf_test_pipeline_trace_gpu_XXXXXX";
+    REQUIRE(temp_path(path));
+    int64_t n = pf_test_rand_range(150, 250);
+    pl_test_force_gpu_path = 1;
+    pf_pipeline_params pp = pf_pipeline_params_default();
+    pp.name = "forced";
+    pp.trace_path = path;
+    pf_pipeline *p = NULL;
+    CHECK_OK(pf_pipeline_create(&pp, &p));
+    src_state src;
+    src_init(&src, n, 16);
+    pass_state a, b;
+    pass_init(&a);
+    pass_init(&b);
+    a.delay_us = 10;
+    b.delay_us = 30;
+    sink_state sink;
+    sink_init(&sink, n);
+    pf_stage *s0 = p ? add_source(p, "gen", &src) : NULL;
+    pf_stage *s1 = p ? add_pass(p, "infer", &a, 1, false, 1, 0) : NULL;
+    pf_stage *s2 = p ? add_pass(p, "batched", &b, 1, false, 4, 2000) : NULL;
+    pf_stage *s3 = p ? add_sink(p, "out", &sink) : NULL;
+    pl_test_force_gpu_path = 0;
+    REQUIRE(p && s0 && s1 && s2 && s3);
+    connect(p, s0, s1, 4, PF_EDGE_BLOCK);
+    connect(p, s1, s2, 8, PF_EDGE_BLOCK);
+    connect(p, s2, s3, 4, PF_EDGE_BLOCK);
+    CHECK_OK(pf_pipeline_start(p));
+    CHECK_OK(pf_pipeline_wait(p, PF_WAIT_FOREVER));
+    CHECK(in_order(&sink, n));
+    CHECK_EQ_INT(atomic_load(&sink.bad_data), 0);
+    pf_pipeline_destroy(&p);
+    sink_fini(&sink);
+
+    trace_view tv;
+    bool loaded = tv_load(path, &tv);
+    remove(path);
+    CHECK(loaded);
+    if (!loaded) {
+        tv_free(&tv);
+        return;
+    }
+    CHECK_EQ_INT(tv_meta(&tv, "dropped_events"), 0);
+    CHECK_EQ_INT(tv_meta(&tv, "rejected_events"), 0);
+    CHECK_EQ_INT(tv_meta(&tv, "gpu_spans_failed"), 0);
+    CHECK_EQ_INT(tv_meta(&tv, "gpu_spans_pending"), 0);
+    CHECK(tv.has_gpu_process);
+    static const char *const stages[] = {"gen", "infer", "batched", "out"};
+    for (int k = 0; k < 4; k++) {
+        check_one_span_per_item(&tv, 1, stages[k], n);
+        check_one_span_per_item(&tv, 2, stages[k], n);
+    }
+    CHECK_EQ_INT((int64_t)tv.nspans, 8 * n);
+    /* Every span of an item is in its flow: 8 spans, one id. */
+    CHECK_EQ_INT(tv_meta(&tv, "flows"), n);
+    int64_t bad_bounds = 0, bad_batch = 0, bad_flow = 0;
+    for (int k = 0; k < 4; k++) {
+        for (int64_t i = 0; i < n; i++) {
+            const tv_span *c = tv_find(&tv, 1, stages[k], 0, i, NULL);
+            const tv_span *g = tv_find(&tv, 2, stages[k], 0, i, NULL);
+            if (!c || !g) {
+                bad_bounds++;
+                continue;
+            }
+            if (!g->bind || !c->bind || strcmp(g->bind, c->bind)) bad_flow++;
+            /* the worker's next call: the CPU span starting first after c */
+            const tv_span *next = NULL;
+            for (size_t j = 0; j < tv.nspans; j++) {
+                const tv_span *o = &tv.spans[j];
+                if (o->pid == 1 && !strcmp(o->track, c->track) && o->ts > c->ts &&
+                    (!next || o->ts < next->ts))
+                    next = o;
+            }
+            bool ok = g->ts >= c->ts && g->ts <= c->ts + c->dur &&
+                      g->ts + g->dur >= c->ts + c->dur &&
+                      (!next || g->ts + g->dur <= next->ts);
+            if (!ok && bad_bounds++ < 3)
+                printf("  %s seq %lld: cpu [%lld, %lld] gpu [%lld, %lld] next cpu %lld\n",
+                       stages[k], (long long)i, (long long)c->ts, (long long)(c->ts + c->dur),
+                       (long long)g->ts, (long long)(g->ts + g->dur),
+                       next ? (long long)next->ts : -1LL);
+        }
+    }
+    /* batched: the items of one call share its CPU and GPU spans */
+    int64_t calls = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const tv_span *c = tv_find(&tv, 1, "batched", 0, i, NULL);
+        const tv_span *g = tv_find(&tv, 2, "batched", 0, i, NULL);
+        if (!c || !g) continue;
+        const tv_span *pc = i ? tv_find(&tv, 1, "batched", 0, i - 1, NULL) : NULL;
+        const tv_span *pg = i ? tv_find(&tv, 2, "batched", 0, i - 1, NULL) : NULL;
+        bool same_call = pc && pc->ts == c->ts && pc->dur == c->dur;
+        calls += !same_call;
+        if (same_call && !(pg && pg->ts == g->ts && pg->dur == g->dur)) bad_batch++;
+    }
+    CHECK_EQ_INT(bad_bounds, 0);
+    CHECK_EQ_INT(bad_flow, 0);
+    CHECK_EQ_INT(bad_batch, 0);
+    CHECK(calls >= (n + 3) / 4 && calls <= n);
+    /* no device counters without a CUDA device; queue counters per edge */
+    CHECK_EQ_INT(tv_count_counter(&tv, "GPU memory used MiB", NULL, NULL), 0);
+    check_queue_counter(&tv, "queue gen -> infer", 4);
+    check_queue_counter(&tv, "queue infer -> batched", 8);
+    check_queue_counter(&tv, "queue batched -> out", 4);
+    size_t on_gpu = 0;
+    for (size_t i = 0; i < tv.nspans; i++) on_gpu += tv.spans[i].pid == 2;
+    CHECK_EQ_INT((int64_t)on_gpu, 4 * n);
+    printf("  %lld items, %lld batched calls, %zu spans (%zu on GPU tracks)\n", (long long)n,
+           (long long)calls, tv.nspans, on_gpu);
+    tv_free(&tv);
+}
+
+/* Trace parameters: validated at create; a small buffer drops events past
+ * its size (counted in the file, which stays valid). */
+static void test_trace_params(void)
+{
+    pf_pipeline_params pp = pf_pipeline_params_default();
+    pf_pipeline *p = NULL;
+    pp.trace_counter_ms = -5;
+    CHECK_EQ_INT(pf_pipeline_create(&pp, &p), PF_ERR_INVALID);
+    CHECK(strstr(pf_last_error(), "trace_counter_ms -5 is negative") != NULL);
+    CHECK(p == NULL);
+    pp = pf_pipeline_params_default();
+    pp.trace_max_events = (size_t)1 << 33;
+    CHECK_EQ_INT(pf_pipeline_create(&pp, &p), PF_ERR_INVALID);
+    CHECK(strstr(pf_last_error(), "trace_max_events 8589934592 exceeds 4294967294") != NULL);
+    CHECK(p == NULL);
+
+    char path[] = "/tmp/pf_test_pipeline_trace_small_XXXXXX";
+    REQUIRE(temp_path(path));
+    pp = pf_pipeline_params_default();
+    pp.name = "small";
+    pp.trace_path = path;
+    pp.trace_max_events = 50;
+    pp.trace_counter_ms = 0; /* CPU only: no counters anyway */
+    CHECK_OK(pf_pipeline_create(&pp, &p));
+    REQUIRE(p);
+    src_state src;
+    src_init(&src, 100, 4);
+    sink_state sink;
+    sink_init(&sink, 100);
+    pf_stage *a = add_source(p, "a", &src);
+    pf_stage *b = add_sink(p, "b", &sink);
+    connect(p, a, b, 4, PF_EDGE_BLOCK);
+    CHECK_OK(pf_pipeline_start(p));
+    CHECK_OK(pf_pipeline_wait(p, PF_WAIT_FOREVER));
+    CHECK(in_order(&sink, 100));
+    pf_pipeline_destroy(&p);
+    sink_fini(&sink);
+    trace_view tv;
+    bool loaded = tv_load(path, &tv);
+    remove(path);
+    CHECK(loaded);
+    if (loaded) {
+        CHECK_EQ_INT(tv_meta(&tv, "max_events"), 50);
+        CHECK_EQ_INT(tv_meta(&tv, "written_events"), 50);
+        /* 200 spans and at least 2 counter samples were recorded */
+        CHECK(tv_meta(&tv, "dropped_events") >= 152);
+        CHECK_EQ_INT((int64_t)(tv.nspans + tv.nctrs), 50);
+    }
+    tv_free(&tv);
 }
 
 /* Long run: the steady state allocates nothing, so resident memory stays
@@ -1544,6 +1822,8 @@ int main(void)
     PF_RUN(test_pacing);
     PF_RUN(test_fake_clock);
     PF_RUN(test_trace);
+    PF_RUN(test_trace_gpu_path_on_cpu);
+    PF_RUN(test_trace_params);
     PF_RUN(test_emit_rules);
     PF_RUN(test_gpu_path_on_cpu);
     PF_RUN(test_long_run_flat_memory);

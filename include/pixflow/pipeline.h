@@ -362,7 +362,24 @@ typedef struct pf_pipeline_params {
     const char *name;          /* for stats and traces */
     pf_pipeline_mode mode;     /* applied at start, overriding edge settings */
     bool strict_transfers;     /* refuse to start where a transfer would be inserted */
-    const char *trace_path;    /* Chrome/Perfetto JSON trace written at stop; NULL = none */
+    const char *trace_path;    /* Chrome/Perfetto JSON trace (pixflow/prof.h), written
+                                  when the pipeline is destroyed; NULL = none. It holds
+                                  a span per item per stage on the stage's track (per
+                                  worker thread), flow arrows linking an item's spans
+                                  (same source and seq), a queue depth counter per
+                                  edge, and for stages on a CUDA device the GPU time of
+                                  each call (CUDA events around it on the stage's
+                                  stream) on a GPU track of the same name, plus that
+                                  device's counters. GPU time and counters cover the
+                                  first CUDA device used by a stage (one device per
+                                  tracer; stages on another device get no GPU track). */
+    int trace_counter_ms;      /* with a trace and a CUDA stage: device counters (NVML
+                                  utilisation, memory, power, temperature; without NVML
+                                  memory used) sampled this often; default 100, 0 = off */
+    size_t trace_max_events;   /* trace buffer in events (64 bytes each, allocated at
+                                  start; events past it are counted and dropped); 0 =
+                                  the tracer's default, 1 << 20. A run records about
+                                  (stages + GPU stages) events per item */
     pf_clock clock;
 } pf_pipeline_params;
 

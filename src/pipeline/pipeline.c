@@ -14,8 +14,16 @@
  * each stage closes its output edges and runs its stop callback, exactly as
  * on a normal end of stream. cancel_async only sets an atomic flag (safe in a
  * signal handler); sources poll it at each item and a watcher thread polls it
- * every 2 ms, so a pipeline whose sources are blocked still stops. The
- * watcher also samples queue depths into the trace (1 ms) when tracing. */
+ * every 2 ms, so a pipeline whose sources are blocked still stops.
+ *
+ * Tracing (params.trace_path). The tracer is made at start, sized by
+ * trace_max_events, with the first CUDA device any stage runs on as its GPU
+ * (GPU time calibration, device counters every trace_counter_ms); a
+ * CPU-only pipeline gets no device and no counters. Stages record their
+ * spans (stage.c); the watcher samples every edge's queue depth into a
+ * counter each 1 ms, writing only changes, plus every edge at start and at
+ * the end, so each edge has a counter track even when the run is shorter
+ * than one period. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +43,7 @@ pf_pipeline_params pf_pipeline_params_default(void)
     memset(&p, 0, sizeof p);
     p.name = "pipeline";
     p.mode = PF_MODE_CUSTOM;
+    p.trace_counter_ms = PL_TRACE_COUNTER_MS;
     return p;
 }
 
@@ -66,6 +75,15 @@ pf_status pf_pipeline_create(const pf_pipeline_params *pp, pf_pipeline **out)
     if (!pp) pp = &def;
     if ((int)pp->mode < PF_MODE_CUSTOM || (int)pp->mode > PF_MODE_THROUGHPUT)
         return pf_set_error(PF_ERR_INVALID, "pf_pipeline_create: unknown mode %d", (int)pp->mode);
+    if (pp->trace_counter_ms < 0)
+        return pf_set_error(PF_ERR_INVALID, "pf_pipeline_create: trace_counter_ms %d is negative",
+                            pp->trace_counter_ms);
+    /* The tracer's own limit, checked now rather than at start. */
+    const size_t max_events = ((size_t)1 << 32) - 2;
+    if (pp->trace_max_events > max_events)
+        return pf_set_error(PF_ERR_INVALID,
+                            "pf_pipeline_create: trace_max_events %zu exceeds %zu",
+                            pp->trace_max_events, max_events);
     pf_pipeline *p = calloc(1, sizeof *p);
     if (!p) return pf_set_error(PF_ERR_NOMEM, "pf_pipeline_create: out of host memory");
     p->name = dupstr(pp->name && *pp->name ? pp->name : "pipeline");
@@ -78,6 +96,8 @@ pf_status pf_pipeline_create(const pf_pipeline_params *pp, pf_pipeline **out)
     }
     p->mode = pp->mode;
     p->strict = pp->strict_transfers;
+    p->trace_counter_ms = pp->trace_counter_ms;
+    p->trace_max_events = pp->trace_max_events;
     p->clock = pp->clock;
     pf_mutex_init(&p->mu);
     pf_cond_init(&p->cv);
@@ -476,6 +496,22 @@ static void apply_mode(pf_pipeline *p)
 
 /* Lifecycle ------------------------------------------------------------------------ */
 
+/* Queue depths into the trace: every edge (all) or those that changed. Only
+ * the thread that owns last_depth calls it: start before the workers and the
+ * watcher run, then the watcher. */
+static void trace_queues(pf_pipeline *p, bool all)
+{
+    int64_t now = pf_time_ns();
+    for (int i = 0; i < p->nedges; i++) {
+        pl_edge *e = p->edges[i];
+        int depth = pf_edge_depth(e->e);
+        if (all || depth != e->last_depth) {
+            pf_trace_counter(p->tracer, e->counter, now, depth);
+            e->last_depth = depth;
+        }
+    }
+}
+
 static void *watcher_main(void *arg)
 {
     pf_pipeline *p = arg;
@@ -487,20 +523,12 @@ static void *watcher_main(void *arg)
         bool cancel = atomic_load(&p->cancel_flag) && !atomic_load(&p->edges_cancelled);
         pf_mutex_unlock(&p->mu);
         if (cancel) pf_pipeline_cancel(p);
-        if (p->tracer) {
-            int64_t now = pf_time_ns();
-            for (int i = 0; i < p->nedges; i++) {
-                pl_edge *e = p->edges[i];
-                int depth = pf_edge_depth(e->e);
-                if (depth != e->last_depth) {
-                    pf_trace_counter(p->tracer, e->counter, now, depth);
-                    e->last_depth = depth;
-                }
-            }
-        }
+        if (p->tracer) trace_queues(p, false);
         pf_mutex_lock(&p->mu);
     }
     pf_mutex_unlock(&p->mu);
+    /* Every worker is done: the final depths close each counter track. */
+    if (p->tracer) trace_queues(p, true);
     return NULL;
 }
 
@@ -520,6 +548,22 @@ static pf_status prepare(pf_pipeline *p)
         pf_tracer_params tp = pf_tracer_params_default();
         tp.path = p->trace_path;
         tp.process_name = p->name;
+        if (p->trace_max_events) tp.max_events = p->trace_max_events;
+        /* One tracer calibrates one device: the first CUDA device in stage
+         * order (user stages come before the inserted transfers). */
+        for (int i = 0; i < p->nstages && !p->trace_gpu; i++)
+            if (pf_device_get_type(p->stages[i]->dev) == PF_DEVICE_CUDA)
+                p->trace_gpu = p->stages[i]->dev;
+        for (int i = 0; i < p->nstages; i++) {
+            pf_stage *s = p->stages[i];
+            if (p->trace_gpu && s->gpu && pf_device_get_type(s->dev) == PF_DEVICE_CUDA &&
+                s->dev != p->trace_gpu)
+                PF_LOGW("pipeline '%s': trace: stage '%s' runs on %s, but GPU time is traced "
+                        "on %s only: its GPU track is left out",
+                        p->name, s->name, pf_device_spec(s->dev), pf_device_spec(p->trace_gpu));
+        }
+        tp.gpu = p->trace_gpu;
+        tp.counter_period_ms = p->trace_gpu ? p->trace_counter_ms : 0;
         st = pf_tracer_create(&tp, &p->tracer);
         if (st != PF_OK) return st;
     }
@@ -569,6 +613,9 @@ pf_status pf_pipeline_start(pf_pipeline *p)
         p->broken = true;
         return st;
     }
+
+    /* Every edge starts its counter track empty (the watcher adds changes). */
+    if (p->tracer) trace_queues(p, true);
 
     pf_mutex_lock(&p->mu);
     p->t_start = pl_now(p);

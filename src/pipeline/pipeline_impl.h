@@ -32,6 +32,8 @@
 /* Process calls of a GPU stage whose input items are kept alive until the
  * stage's stream has passed them (see stage.c, "deferred release"). */
 #define PL_DEFER 4
+/* Default period of the device counters in a trace (pf_pipeline_params). */
+#define PL_TRACE_COUNTER_MS 100
 
 typedef struct pl_edge {
     int index;
@@ -68,6 +70,15 @@ struct pf_stage_ctx {
     pf_item *defer_items;      /* PL_DEFER * max_batch */
     int defer_n[PL_DEFER];
     int defer_head, defer_count;
+    /* GPU spans (tracing a GPU stage, stage.c "GPU spans"): per defer slot a
+     * start event recorded before the call (defer_ev is the end) and the
+     * (source, seq) of its items, traced when the slot is released. */
+    bool gspan_on;
+    int gpu_track;             /* trace GPU track; -1 none */
+    pf_event *gspan_ev[PL_DEFER];
+    int32_t *gspan_source;     /* PL_DEFER * max_batch */
+    int64_t *gspan_seq;
+    int gspan_n[PL_DEFER];     /* spans to trace at release; 0 = none */
 };
 
 struct pf_stage {
@@ -122,6 +133,9 @@ struct pf_pipeline {
     pf_pipeline_mode mode;
     bool strict;
     char *trace_path;
+    int trace_counter_ms;
+    size_t trace_max_events;
+    pf_device *trace_gpu;      /* CUDA device the tracer calibrates; NULL none */
     pf_clock clock;
 
     pf_stage **stages;

@@ -31,6 +31,23 @@
  * completed (at most PL_DEFER calls in flight; the oldest is waited for when
  * the window is full, which also bounds how far the host runs ahead).
  *
+ * GPU spans (tracing). A GPU stage's calls also get spans on a GPU track of
+ * the worker's name: the time its stream spent on the work queued by the
+ * call. Each defer slot has a start event, recorded on the stream just
+ * before the call (after the waits for the inputs' producers, so the span
+ * starts when this stage's work can start), and its defer event, recorded
+ * after the call, is the end. The pair is handed to pf_trace_gpu_span()
+ * (once per item of the call, with its source and seq) when the slot is
+ * released after its end event completed, which resolves the span at once
+ * (prof.h), so the events are reused only after that: no extra waits, no
+ * allocation. A slot released without its end event known complete (a
+ * failed wait, teardown) traces nothing. GPU sources go through the same
+ * window while tracing (the window is otherwise only for inputs), which
+ * bounds a traced GPU source to PL_DEFER calls ahead of its stream. The
+ * CPU span of a traced GPU call starts before the start event is recorded,
+ * so the GPU span starts inside it; the record is left out of the stage's
+ * latency statistics.
+ *
  * Busy time and per-call latency leave out time blocked in emit (back
  * pressure, ordering), otherwise the stage upstream of a bottleneck would look
  * like the bottleneck. A push is first tried without blocking, so the clock
@@ -229,9 +246,22 @@ pf_status pf_stage_emit(pf_stage_ctx *ctx, pf_item *item)
 
 /* GPU deferred release ------------------------------------------------------------------- */
 
-static void defer_release_head(pf_stage_ctx *ctx)
+/* Releases the oldest slot. `complete`: its defer event is known to have
+ * completed (queried or waited for), so its GPU spans can be traced. */
+static void defer_release_head(pf_stage_ctx *ctx, bool complete)
 {
-    int mb = ctx->st->max_batch, slot = ctx->defer_head;
+    pf_stage *s = ctx->st;
+    pf_tracer *tr = s->pl->tracer;
+    int mb = s->max_batch, slot = ctx->defer_head;
+    if (complete && tr && ctx->gspan_n[slot] > 0) {
+        /* Both events are complete (the start precedes the end on the same
+         * stream): resolved now, so the slot's events may be recorded again. */
+        for (int k = 0; k < ctx->gspan_n[slot]; k++)
+            pf_trace_gpu_span(tr, ctx->gpu_track, s->name, ctx->gspan_ev[slot],
+                              ctx->defer_ev[slot], ctx->gspan_source[slot * mb + k],
+                              ctx->gspan_seq[slot * mb + k]);
+    }
+    ctx->gspan_n[slot] = 0;
     for (int k = 0; k < ctx->defer_n[slot]; k++) pf_item_unref(&ctx->defer_items[slot * mb + k]);
     ctx->defer_n[slot] = 0;
     ctx->defer_head = (slot + 1) % PL_DEFER;
@@ -241,9 +271,10 @@ static void defer_release_head(pf_stage_ctx *ctx)
 static void defer_hold(pf_stage_ctx *ctx, const pf_item *items, int n)
 {
     if (ctx->defer_count == PL_DEFER) {
-        if (pf_event_synchronize(ctx->defer_ev[ctx->defer_head]) != PF_OK)
+        bool ok = pf_event_synchronize(ctx->defer_ev[ctx->defer_head]) == PF_OK;
+        if (!ok)
             PF_LOGW("stage %s: waiting for its stream failed: %s", ctx->st->name, pf_last_error());
-        defer_release_head(ctx);
+        defer_release_head(ctx, ok);
     }
     int mb = ctx->st->max_batch, slot = (ctx->defer_head + ctx->defer_count) % PL_DEFER;
     for (int k = 0; k < n; k++) pf_item_ref(&ctx->defer_items[slot * mb + k], &items[k]);
@@ -255,21 +286,51 @@ static void defer_commit(pf_stage_ctx *ctx)
     int slot = (ctx->defer_head + ctx->defer_count) % PL_DEFER;
     ctx->defer_count++;
     if (pf_event_record(ctx->defer_ev[slot], ctx->stream) != PF_OK) {
-        /* No event: wait for the stream instead, then everything may go. */
-        pf_stream_synchronize(ctx->stream);
-        while (ctx->defer_count) defer_release_head(ctx);
+        /* No event: wait for the stream instead, then everything may go
+         * (this slot has no end event: no GPU span). */
+        ctx->gspan_n[slot] = 0;
+        bool ok = pf_stream_synchronize(ctx->stream) == PF_OK;
+        while (ctx->defer_count) defer_release_head(ctx, ok);
         return;
     }
     while (ctx->defer_count && pf_event_query(ctx->defer_ev[ctx->defer_head]) == PF_OK)
-        defer_release_head(ctx);
+        defer_release_head(ctx, true);
 }
 
 static void defer_flush(pf_stage_ctx *ctx)
 {
     if (!ctx->defer_count) return;
-    if (pf_stream_synchronize(ctx->stream) != PF_OK)
-        PF_LOGW("stage %s: waiting for its stream failed: %s", ctx->st->name, pf_last_error());
-    while (ctx->defer_count) defer_release_head(ctx);
+    bool ok = pf_stream_synchronize(ctx->stream) == PF_OK;
+    if (!ok) PF_LOGW("stage %s: waiting for its stream failed: %s", ctx->st->name, pf_last_error());
+    while (ctx->defer_count) defer_release_head(ctx, ok);
+}
+
+/* GPU spans ------------------------------------------------------------------------------- */
+
+/* Before a traced GPU call, after defer_hold: records the start event of the
+ * slot the call will commit. Returns the host time taken just before the
+ * record (the CPU span's start), 0 if the record failed (no GPU span). */
+static int64_t gspan_begin(pf_stage_ctx *ctx)
+{
+    int slot = (ctx->defer_head + ctx->defer_count) % PL_DEFER;
+    ctx->gspan_n[slot] = 0;
+    int64_t t = pf_time_ns();
+    if (pf_event_record(ctx->gspan_ev[slot], ctx->stream) != PF_OK) {
+        PF_LOGD("stage %s: no GPU span: %s", ctx->st->name, pf_last_error());
+        return 0;
+    }
+    return t;
+}
+
+/* The items of the call whose start event gspan_begin recorded. */
+static void gspan_items(pf_stage_ctx *ctx, const int32_t *source, const int64_t *seq, int n)
+{
+    int mb = ctx->st->max_batch, slot = (ctx->defer_head + ctx->defer_count) % PL_DEFER;
+    for (int k = 0; k < n; k++) {
+        ctx->gspan_source[slot * mb + k] = source[k];
+        ctx->gspan_seq[slot * mb + k] = seq[k];
+    }
+    ctx->gspan_n[slot] = n;
 }
 
 /* Sources ------------------------------------------------------------------------------- */
@@ -335,6 +396,11 @@ static void source_loop(pf_stage_ctx *ctx)
 
         pf_item item;
         memset(&item, 0, sizeof item);
+        int64_t tg = 0; /* traced GPU source: host time before the start event */
+        if (ctx->gspan_on) {
+            defer_hold(ctx, NULL, 0);
+            tg = gspan_begin(ctx);
+        }
         ctx->blocked_ns = 0;
         ctx->in_call = true;
         int64_t tr0 = p->tracer && p->clock.now_ns ? pf_time_ns() : 0;
@@ -371,6 +437,12 @@ static void source_loop(pf_stage_ctx *ctx)
                       "the source returned an item with neither a frame nor a tensor", src, seq, 1);
             break;
         }
+        if (ctx->gspan_on) {
+            /* The end event goes before emit's ready event: nothing is queued
+             * between them, so the span ends when the item is ready. */
+            if (tg) gspan_items(ctx, &item.source, &item.seq, 1);
+            defer_commit(ctx);
+        }
         int64_t work = t1 - t0 - ctx->blocked_ns;
         if (work < 0) work = 0;
         add64(&s->items_in, 1);
@@ -381,6 +453,7 @@ static void source_loop(pf_stage_ctx *ctx)
                 tr0 = t0;
                 tr1 = t1;
             }
+            if (tg) tr0 = tg;
             pf_trace_span(p->tracer, ctx->track, s->name, tr0, tr1, item.source, item.seq);
         }
         int32_t src = item.source;
@@ -525,6 +598,9 @@ static bool run_batch(pf_stage_ctx *ctx, int n)
         }
     }
     if (s->gpu) defer_hold(ctx, items, n);
+    int64_t tg = 0; /* traced GPU call: host time before the start event */
+    if (ctx->gspan_on && (tg = gspan_begin(ctx)) != 0)
+        gspan_items(ctx, ctx->m_source, ctx->m_seq, n);
 
     ctx->blocked_ns = 0;
     ctx->in_call = true;
@@ -552,6 +628,7 @@ static bool run_batch(pf_stage_ctx *ctx, int n)
             tr0 = t0;
             tr1 = t1;
         }
+        if (tg) tr0 = tg;
         for (int i = 0; i < n; i++)
             pf_trace_span(p->tracer, ctx->track, s->name, tr0, tr1, ctx->m_source[i], ctx->m_seq[i]);
     }
@@ -668,6 +745,24 @@ pf_status pl_stage_prepare(pf_stage *s)
         else
             snprintf(c->track_name, sizeof c->track_name, "%s", s->name);
         c->track = p->tracer ? pf_trace_track(p->tracer, c->track_name) : 0;
+        /* GPU spans: events of the tracer's device, or of the CPU on the
+         * forced test path (the tracer reads CPU events as host times). */
+        c->gpu_track = -1;
+        if (p->tracer && s->gpu &&
+            (s->dev == p->trace_gpu || pf_device_get_type(s->dev) == PF_DEVICE_CPU)) {
+            c->gpu_track = pf_trace_gpu_track(p->tracer, c->track_name);
+            if (c->gpu_track < 0) {
+                PF_LOGW("stage %s: no GPU track in the trace: %s", s->name, pf_last_error());
+                continue;
+            }
+            for (int i = 0; i < PL_DEFER; i++)
+                if ((st = pf_event_create(s->dev, &c->gspan_ev[i])) != PF_OK) return st;
+            c->gspan_source = calloc((size_t)PL_DEFER * (size_t)mb, sizeof *c->gspan_source);
+            c->gspan_seq = calloc((size_t)PL_DEFER * (size_t)mb, sizeof *c->gspan_seq);
+            if (!c->gspan_source || !c->gspan_seq)
+                return pf_set_error(PF_ERR_NOMEM, "pf_pipeline_start: out of host memory");
+            c->gspan_on = true;
+        }
     }
     return PF_OK;
 }
@@ -678,11 +773,14 @@ void pl_stage_release(pf_stage *s)
     for (int k = 0; k < s->nthreads; k++) {
         pf_stage_ctx *c = &s->w[k];
         if (c->defer_items) {
-            while (c->defer_count) defer_release_head(c);
+            while (c->defer_count) defer_release_head(c, false);
             free(c->defer_items);
         }
         for (int i = 0; i < PL_READY_RING; i++) pf_event_destroy(&c->ready[i]);
         for (int i = 0; i < PL_DEFER; i++) pf_event_destroy(&c->defer_ev[i]);
+        for (int i = 0; i < PL_DEFER; i++) pf_event_destroy(&c->gspan_ev[i]);
+        free(c->gspan_source);
+        free(c->gspan_seq);
         pf_stream_destroy(&c->stream);
         free(c->batch);
         free(c->m_source);

@@ -7,14 +7,21 @@
  * them (deferred release: otherwise the caching allocator hands a block back
  * to its producer while another stream still reads it), and the transfers
  * copy the right data. Frames are large (copies take a while) to make a
- * missing wait show up as wrong bytes. */
+ * missing wait show up as wrong bytes.
+ *
+ * Traced runs read the trace file back (pipeline_trace_check.h) and check
+ * what the CUDA stages add to it: a GPU track per CUDA stage with one span
+ * per item, timed by events on the stage's stream, inside the window the
+ * pipeline's causality allows (below), and the device's counters. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "pf_test.h"
+#include "pipeline_trace_check.h"
 
 #define W 1920
 #define H 1080
@@ -111,7 +118,134 @@ static pf_status host_sink(void *user, pf_stage_ctx *ctx, pf_item *items, int n)
     return PF_OK;
 }
 
-static void run_chain(pf_device *dev, int max_batch, bool strict)
+/* The CUDA parts of a traced run's file. GPU times are host times through
+ * the tracer's calibration, exact to about its window (metadata
+ * gpu_calibration_window_ns) plus clock drift over the run; between two GPU
+ * spans only the event timer's resolution. Bounds, per item:
+ *  - a CUDA stage's GPU span starts after its CPU span (the start event is
+ *    recorded inside the CPU span, before process);
+ *  - unbatched, it ends before the next CUDA stage's GPU span starts (that
+ *    stream waits for the item's ready event, recorded just before the end
+ *    event with nothing queued between them), and the last CUDA stage's
+ *    before the d2h transfer's CPU span ends (it waits for the same event on
+ *    the host). The next stage's CPU span may start before: a CUDA stage
+ *    emits at once, so its consumer runs ahead of the GPU. */
+typedef struct gpu_trace_expect {
+    const char *path;
+    pf_device *dev;
+    int64_t n;
+    const char *const *cuda_stages; /* in chain order */
+    int ncuda;
+    const char *const *cpu_stages;  /* every stage, CUDA ones included */
+    int ncpu;
+    const char *d2h;                /* the transfer after the last CUDA stage */
+    bool unbatched;
+    const char *const *edges;       /* queue counter names */
+    int nedges;
+} gpu_trace_expect;
+
+static void check_gpu_trace(const gpu_trace_expect *x)
+{
+    trace_view tv;
+    bool loaded = tv_load(x->path, &tv);
+    remove(x->path);
+    CHECK(loaded);
+    if (!loaded) {
+        tv_free(&tv);
+        return;
+    }
+    CHECK_EQ_INT(tv_meta(&tv, "dropped_events"), 0);
+    CHECK_EQ_INT(tv_meta(&tv, "rejected_events"), 0);
+    CHECK_EQ_INT(tv_meta(&tv, "gpu_spans_failed"), 0);
+    CHECK_EQ_INT(tv_meta(&tv, "gpu_spans_pending"), 0);
+    CHECK_EQ_INT(tv_meta(&tv, "flows"), x->n);
+    const jval *gd = jget(tv.meta, "gpu_device");
+    CHECK(gd && gd->type == J_STR && !strcmp(gd->str, pf_device_spec(x->dev)));
+    CHECK(tv.has_gpu_process);
+    int64_t window = tv_meta(&tv, "gpu_calibration_window_ns");
+    CHECK(window >= 0);
+    const int64_t slack_abs = (window > 0 ? window : 0) + 50000, slack_rel = 20000;
+
+    for (int k = 0; k < x->ncpu; k++) {
+        CHECK_EQ_INT(tv_count_spans(&tv, 1, x->cpu_stages[k]), x->n);
+    }
+    int64_t gpu_spans = 0;
+    for (size_t i = 0; i < tv.nspans; i++) gpu_spans += tv.spans[i].pid == 2;
+    CHECK_EQ_INT(gpu_spans, (int64_t)x->ncuda * x->n);
+
+    int64_t missing = 0, early = 0, late = 0;
+    for (int k = 0; k < x->ncuda; k++) {
+        const char *st = x->cuda_stages[k];
+        for (int64_t i = 0; i < x->n; i++) {
+            int cc = 0, gc = 0;
+            const tv_span *c = tv_find(&tv, 1, st, 0, i, &cc);
+            const tv_span *g = tv_find(&tv, 2, st, 0, i, &gc);
+            if (cc != 1 || gc != 1 || !c || !g || strcmp(g->name, st) != 0) {
+                missing++;
+                continue;
+            }
+            if (g->ts < c->ts - slack_abs && early++ < 3)
+                printf("  %s seq %lld: GPU span starts %lld ns before its CPU span\n", st,
+                       (long long)i, (long long)(c->ts - g->ts));
+            if (!x->unbatched) continue;
+            int64_t limit, slack;
+            const char *what;
+            if (k + 1 < x->ncuda) {
+                const tv_span *ng = tv_find(&tv, 2, x->cuda_stages[k + 1], 0, i, NULL);
+                if (!ng) continue; /* counted as missing there */
+                limit = ng->ts;
+                slack = slack_rel;
+                what = "the next CUDA stage's GPU span starts";
+            } else {
+                const tv_span *t = tv_find(&tv, 1, x->d2h, 0, i, NULL);
+                if (!t) {
+                    missing++;
+                    continue;
+                }
+                limit = t->ts + t->dur;
+                slack = slack_abs;
+                what = "the d2h transfer's CPU span ends";
+            }
+            if (g->ts + g->dur > limit + slack && late++ < 3)
+                printf("  %s seq %lld: GPU span ends %lld ns after %s\n", st, (long long)i,
+                       (long long)(g->ts + g->dur - limit), what);
+        }
+    }
+    CHECK_EQ_INT(missing, 0);
+    CHECK_EQ_INT(early, 0);
+    CHECK_EQ_INT(late, 0);
+
+    /* device counters (the first sample is taken when the tracer starts) */
+    double v = -1;
+    CHECK(tv_count_counter(&tv, "GPU memory used MiB", NULL, &v) >= 1);
+    CHECK(v > 0);
+    if (pf_nvml_available(NULL, 0)) {
+        double util = -1, power = -1, temp = -1;
+        CHECK(tv_count_counter(&tv, "GPU utilization %", NULL, &util) >= 1);
+        CHECK(tv_count_counter(&tv, "GPU power W", NULL, &power) >= 1);
+        CHECK(tv_count_counter(&tv, "GPU temperature C", NULL, &temp) >= 1);
+        CHECK(util >= 0 && util <= 100);
+        CHECK(power > 0 && power < 5000);
+        CHECK(temp > 0 && temp < 150);
+        printf("  counters: util %.0f%%, power %.1f W, temperature %.0f C, memory %.0f MiB\n",
+               util, power, temp, v);
+    } else {
+        printf("  counters: no NVML here; memory %.0f MiB\n", v);
+    }
+    for (size_t i = 0; i < tv.nctrs; i++)
+        if (!strncmp(tv.ctrs[i].name, "GPU ", 4)) CHECK(tv.ctrs[i].pid == 2);
+    for (int e = 0; e < x->nedges; e++) {
+        double first = -1, last = -1;
+        CHECK(tv_count_counter(&tv, x->edges[e], &first, &last) >= 2);
+        CHECK(first == 0 && last == 0);
+    }
+    printf("  trace: %zu spans (%lld on GPU tracks), %zu counter samples, calibration window "
+           "%lld ns\n",
+           tv.nspans, (long long)gpu_spans, tv.nctrs, (long long)window);
+    tv_free(&tv);
+}
+
+static void run_chain(pf_device *dev, int max_batch, bool strict, bool traced)
 {
     int64_t n = 120;
     src_state src = {n, 0};
@@ -120,6 +254,13 @@ static void run_chain(pf_device *dev, int max_batch, bool strict)
     pf_pipeline_params pp = pf_pipeline_params_default();
     pp.name = "cuda";
     pp.strict_transfers = strict;
+    char path[] = "/tmp/pf_test_cuda_pipeline_trace_XXXXXX";
+    if (traced) {
+        int fd = mkstemp(path);
+        REQUIRE(fd >= 0);
+        close(fd);
+        pp.trace_path = path;
+    }
     pf_pipeline *p = NULL;
     CHECK_OK(pf_pipeline_create(&pp, &p));
     REQUIRE(p);
@@ -180,13 +321,27 @@ static void run_chain(pf_device *dev, int max_batch, bool strict)
     CHECK(pf_pipeline_find_stage(p, "d2h:mark1->check") != NULL);
     pf_pipeline_print_stats(p, stdout);
     pf_pipeline_destroy(&p);
+    if (traced) {
+        static const char *const cuda[] = {"mark0", "mark1"};
+        static const char *const all[] = {"camera", "h2d:camera->mark0", "mark0", "mark1",
+                                          "d2h:mark1->check", "check"};
+        static const char *const edges[] = {
+            "queue camera -> h2d:camera->mark0", "queue h2d:camera->mark0 -> mark0",
+            "queue mark0 -> mark1", "queue mark1 -> d2h:mark1->check",
+            "queue d2h:mark1->check -> check"};
+        gpu_trace_expect x = {path, dev, n, cuda, 2, all, 6, "d2h:mark1->check",
+                              max_batch == 1, edges, 5};
+        check_gpu_trace(&x);
+    }
 }
 
 static pf_device *g_dev;
 
-static void test_cuda_chain(void) { run_chain(g_dev, 1, false); }
-static void test_cuda_chain_batched(void) { run_chain(g_dev, 4, false); }
-static void test_cuda_strict(void) { run_chain(g_dev, 1, true); }
+static void test_cuda_chain(void) { run_chain(g_dev, 1, false, false); }
+static void test_cuda_chain_batched(void) { run_chain(g_dev, 4, false, false); }
+static void test_cuda_strict(void) { run_chain(g_dev, 1, true, false); }
+static void test_cuda_chain_traced(void) { run_chain(g_dev, 1, false, true); }
+static void test_cuda_chain_batched_traced(void) { run_chain(g_dev, 4, false, true); }
 
 /* A CUDA source making device frames straight into a host sink (d2h only). */
 typedef struct cuda_src {
@@ -229,12 +384,20 @@ static pf_status flat_check(void *user, pf_stage_ctx *ctx, pf_item *items, int n
     return PF_OK;
 }
 
-static void test_cuda_source_to_host(void)
+static void run_source_to_host(bool traced)
 {
     cuda_src src = {200, 0};
     flat_sink sink = {0, 0};
     pf_pipeline *p = NULL;
     pf_pipeline_params pp = pf_pipeline_params_default();
+    char path[] = "/tmp/pf_test_cuda_pipeline_src_trace_XXXXXX";
+    if (traced) {
+        int fd = mkstemp(path);
+        REQUIRE(fd >= 0);
+        close(fd);
+        pp.trace_path = path;
+        pp.trace_counter_ms = 10;
+    }
     CHECK_OK(pf_pipeline_create(&pp, &p));
     REQUIRE(p);
     pf_stage_desc d = pf_stage_desc_default();
@@ -260,7 +423,20 @@ static void test_cuda_source_to_host(void)
     CHECK_OK(pf_pipeline_get_stats(p, &st));
     CHECK_EQ_INT(st.transfers, 200);
     pf_pipeline_destroy(&p);
+    if (traced) {
+        /* a CUDA source: its calls are traced on the GPU like process calls */
+        static const char *const cuda[] = {"gen"};
+        static const char *const all[] = {"gen", "d2h:gen->check", "check"};
+        static const char *const edges[] = {"queue gen -> d2h:gen->check",
+                                            "queue d2h:gen->check -> check"};
+        gpu_trace_expect x = {path, g_dev, 200, cuda, 1, all, 3, "d2h:gen->check", true,
+                              edges, 2};
+        check_gpu_trace(&x);
+    }
 }
+
+static void test_cuda_source_to_host(void) { run_source_to_host(false); }
+static void test_cuda_source_to_host_traced(void) { run_source_to_host(true); }
 
 int main(void)
 {
@@ -269,5 +445,8 @@ int main(void)
     PF_RUN(test_cuda_chain_batched);
     PF_RUN(test_cuda_strict);
     PF_RUN(test_cuda_source_to_host);
+    PF_RUN(test_cuda_chain_traced);
+    PF_RUN(test_cuda_chain_batched_traced);
+    PF_RUN(test_cuda_source_to_host_traced);
     return pf_test_finish();
 }
