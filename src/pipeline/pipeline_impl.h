@@ -71,11 +71,15 @@ struct pf_stage_ctx {
     int defer_n[PL_DEFER];
     int defer_head, defer_count;
     /* GPU spans (tracing a GPU stage, stage.c "GPU spans"): per defer slot a
-     * start event recorded before the call (defer_ev is the end) and the
-     * (source, seq) of its items, traced when the slot is released. */
+     * start event recorded before the call, an end event recorded at each
+     * emit of the call (defer_ev is the end of a call that emitted nothing)
+     * and the (source, seq) of its items, traced when the slot is released. */
     bool gspan_on;
+    bool gspan_open;           /* a traced process call is running (emit records its end) */
     int gpu_track;             /* trace GPU track; -1 none */
     pf_event *gspan_ev[PL_DEFER];
+    pf_event *gspan_end[PL_DEFER];
+    bool gspan_end_set[PL_DEFER]; /* gspan_end holds the slot's end, else defer_ev */
     int32_t *gspan_source;     /* PL_DEFER * max_batch */
     int64_t *gspan_seq;
     int gspan_n[PL_DEFER];     /* spans to trace at release; 0 = none */

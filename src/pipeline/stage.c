@@ -35,8 +35,15 @@
  * the worker's name: the time its stream spent on the work queued by the
  * call. Each defer slot has a start event, recorded on the stream just
  * before the call (after the waits for the inputs' producers, so the span
- * starts when this stage's work can start), and its defer event, recorded
- * after the call, is the end. The pair is handed to pf_trace_gpu_span()
+ * starts when this stage's work can start), and an end event, recorded by
+ * each emit of the call just before the item's ready event (so the last
+ * emit's record is the end). Not the defer event recorded after the call:
+ * on a stream that has gone idle an event completes when the host records
+ * it, and between an emit and the call's return the host may wait (the
+ * push, ordering, being descheduled) after the consumer already has the
+ * item, so that end could fall after the consumer finished. Work a call
+ * queues after its last emit is left out of its span; a call that emitted
+ * nothing ends at its defer event. The pair is handed to pf_trace_gpu_span()
  * (once per item of the call, with its source and seq) when the slot is
  * released after its end event completed, which resolves the span at once
  * (prof.h), so the events are reused only after that: no extra waits, no
@@ -185,6 +192,16 @@ static pf_status emit_item(pf_stage_ctx *ctx, pf_item *item)
 {
     pf_stage *s = ctx->st;
     if (s->gpu) {
+        if (ctx->gspan_open) {
+            /* The traced call's end so far, before the ready event (stage.c
+             * "GPU spans"); no end event: no span rather than a short one. */
+            int slot = (ctx->defer_head + ctx->defer_count) % PL_DEFER;
+            ctx->gspan_end_set[slot] = pf_event_record(ctx->gspan_end[slot], ctx->stream) == PF_OK;
+            if (!ctx->gspan_end_set[slot]) {
+                ctx->gspan_n[slot] = 0;
+                ctx->gspan_open = false;
+            }
+        }
         pf_event *ev = ctx->ready[ctx->ready_pos++ % PL_READY_RING];
         pf_status st = pf_event_record(ev, ctx->stream);
         if (st != PF_OK) {
@@ -258,10 +275,11 @@ static void defer_release_head(pf_stage_ctx *ctx, bool complete)
          * stream): resolved now, so the slot's events may be recorded again. */
         for (int k = 0; k < ctx->gspan_n[slot]; k++)
             pf_trace_gpu_span(tr, ctx->gpu_track, s->name, ctx->gspan_ev[slot],
-                              ctx->defer_ev[slot], ctx->gspan_source[slot * mb + k],
-                              ctx->gspan_seq[slot * mb + k]);
+                              ctx->gspan_end_set[slot] ? ctx->gspan_end[slot] : ctx->defer_ev[slot],
+                              ctx->gspan_source[slot * mb + k], ctx->gspan_seq[slot * mb + k]);
     }
     ctx->gspan_n[slot] = 0;
+    ctx->gspan_end_set[slot] = false;
     for (int k = 0; k < ctx->defer_n[slot]; k++) pf_item_unref(&ctx->defer_items[slot * mb + k]);
     ctx->defer_n[slot] = 0;
     ctx->defer_head = (slot + 1) % PL_DEFER;
@@ -284,6 +302,7 @@ static void defer_hold(pf_stage_ctx *ctx, const pf_item *items, int n)
 static void defer_commit(pf_stage_ctx *ctx)
 {
     int slot = (ctx->defer_head + ctx->defer_count) % PL_DEFER;
+    ctx->gspan_open = false;
     ctx->defer_count++;
     if (pf_event_record(ctx->defer_ev[slot], ctx->stream) != PF_OK) {
         /* No event: wait for the stream instead, then everything may go
@@ -314,6 +333,7 @@ static int64_t gspan_begin(pf_stage_ctx *ctx)
 {
     int slot = (ctx->defer_head + ctx->defer_count) % PL_DEFER;
     ctx->gspan_n[slot] = 0;
+    ctx->gspan_end_set[slot] = false;
     int64_t t = pf_time_ns();
     if (pf_event_record(ctx->gspan_ev[slot], ctx->stream) != PF_OK) {
         PF_LOGD("stage %s: no GPU span: %s", ctx->st->name, pf_last_error());
@@ -438,8 +458,9 @@ static void source_loop(pf_stage_ctx *ctx)
             break;
         }
         if (ctx->gspan_on) {
-            /* The end event goes before emit's ready event: nothing is queued
-             * between them, so the span ends when the item is ready. */
+            /* The end (defer) event goes before emit's ready event: nothing
+             * is queued between them, so the span ends when the item is ready
+             * (gspan_open is not set for a source: its emit comes after). */
             if (tg) gspan_items(ctx, &item.source, &item.seq, 1);
             defer_commit(ctx);
         }
@@ -599,8 +620,10 @@ static bool run_batch(pf_stage_ctx *ctx, int n)
     }
     if (s->gpu) defer_hold(ctx, items, n);
     int64_t tg = 0; /* traced GPU call: host time before the start event */
-    if (ctx->gspan_on && (tg = gspan_begin(ctx)) != 0)
+    if (ctx->gspan_on && (tg = gspan_begin(ctx)) != 0) {
         gspan_items(ctx, ctx->m_source, ctx->m_seq, n);
+        ctx->gspan_open = true; /* its emits record the end event */
+    }
 
     ctx->blocked_ns = 0;
     ctx->in_call = true;
@@ -755,8 +778,10 @@ pf_status pl_stage_prepare(pf_stage *s)
                 PF_LOGW("stage %s: no GPU track in the trace: %s", s->name, pf_last_error());
                 continue;
             }
-            for (int i = 0; i < PL_DEFER; i++)
+            for (int i = 0; i < PL_DEFER; i++) {
                 if ((st = pf_event_create(s->dev, &c->gspan_ev[i])) != PF_OK) return st;
+                if ((st = pf_event_create(s->dev, &c->gspan_end[i])) != PF_OK) return st;
+            }
             c->gspan_source = calloc((size_t)PL_DEFER * (size_t)mb, sizeof *c->gspan_source);
             c->gspan_seq = calloc((size_t)PL_DEFER * (size_t)mb, sizeof *c->gspan_seq);
             if (!c->gspan_source || !c->gspan_seq)
@@ -779,6 +804,7 @@ void pl_stage_release(pf_stage *s)
         for (int i = 0; i < PL_READY_RING; i++) pf_event_destroy(&c->ready[i]);
         for (int i = 0; i < PL_DEFER; i++) pf_event_destroy(&c->defer_ev[i]);
         for (int i = 0; i < PL_DEFER; i++) pf_event_destroy(&c->gspan_ev[i]);
+        for (int i = 0; i < PL_DEFER; i++) pf_event_destroy(&c->gspan_end[i]);
         free(c->gspan_source);
         free(c->gspan_seq);
         pf_stream_destroy(&c->stream);
