@@ -414,6 +414,30 @@ pf_status bi_stage_init(bi_stage *s, const bi_args *a, pf_stage_desc *d)
     return PF_OK;
 }
 
+void *bi_stage_new(size_t size, const bi_args *a, pf_stage_desc *d, pf_status *st)
+{
+    bi_stage *s = calloc(1, size);
+    if (!s) {
+        *st = pf_set_error(PF_ERR_NOMEM, "pf_stage_builtin: out of host memory");
+        return NULL;
+    }
+    *st = bi_stage_init(s, a, d);
+    if (*st != PF_OK) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+pf_status bi_create_end(void *s, pf_stage_desc *d, pf_status st)
+{
+    if (st != PF_OK) {
+        bi_stage_destroy(s);
+        d->user = NULL;
+    }
+    return st;
+}
+
 pf_status bi_stage_start(void *user, pf_stage_ctx *ctx)
 {
     (void)user;
@@ -525,6 +549,15 @@ pf_status bi_item_error(const bi_stage *s, const pf_item *it, pf_status st, cons
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     return pf_set_error(st, "%s", msg);
+}
+
+pf_status bi_item_failed(const bi_stage *s, const pf_item *it, pf_status st, const char *what)
+{
+    if (st == PF_OK) return PF_OK;
+    char msg[768];
+    snprintf(msg, sizeof msg, "%s", pf_last_error());
+    if (what) return bi_item_error(s, it, st, "%s: %s", what, msg);
+    return bi_item_error(s, it, st, "%s", msg);
 }
 
 void bi_unref_items(pf_item *items, int n)

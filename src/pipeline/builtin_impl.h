@@ -81,6 +81,12 @@ typedef struct bi_stage {
 /* Initialises the common part and the desc fields every built-in shares
  * (name, device, domains, user, stop, destroy). */
 pf_status bi_stage_init(bi_stage *s, const bi_args *a, pf_stage_desc *d);
+/* A zeroed state of `size` bytes (starting with a bi_stage) initialised by
+ * bi_stage_init; NULL with *st set when that fails (nothing left to free). */
+void *bi_stage_new(size_t size, const bi_args *a, pf_stage_desc *d, pf_status *st);
+/* End of a constructor: on error destroys the state `s` and clears d->user.
+ * Returns st. */
+pf_status bi_create_end(void *s, pf_stage_desc *d, pf_status st);
 /* The pf_ops context of the calling worker (made on first use on the
  * stage's stream). */
 pf_status bi_ops(bi_stage *s, pf_stage_ctx *ctx, pf_ops **out);
@@ -94,6 +100,9 @@ pf_status bi_tensor_alloc(bi_stage *s, pf_stage_ctx *ctx, pf_tensor *t, pf_dtype
  * the item's source and seq). */
 pf_status bi_item_error(const bi_stage *s, const pf_item *it, pf_status st, const char *fmt, ...)
     PF_PRINTF(4, 5);
+/* bi_item_error with the detail of the call that failed (pf_last_error),
+ * prefixed by "WHAT: " unless what is NULL. PF_OK when st is PF_OK. */
+pf_status bi_item_failed(const bi_stage *s, const pf_item *it, pf_status st, const char *what);
 /* Releases items[0..n). */
 void bi_unref_items(pf_item *items, int n);
 /* pf_stage_emit, then zeroes *it (the runtime owns it from the call on). */

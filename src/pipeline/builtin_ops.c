@@ -24,21 +24,53 @@ static pf_status need_frame(bi_stage *s, const pf_item *it)
     return bi_item_error(s, it, PF_ERR_INVALID, "the item has no frame");
 }
 
-/* Adds stage and item to the message of a failed kernel call. */
-static pf_status op_failed(bi_stage *s, const pf_item *it, pf_status st, const char *what)
+/* Gives `dst` the timing and origin of `src` (pts, time base, index, source). */
+static void copy_frame_stamp(pf_frame *dst, const pf_frame *src)
 {
-    char msg[768];
-    snprintf(msg, sizeof msg, "%s", pf_last_error());
-    return bi_item_error(s, it, st, "%s: %s", what, msg);
+    dst->pts = src->pts;
+    dst->time_base = src->time_base;
+    dst->index = src->index;
+    dst->source = src->source;
 }
 
-/* Replaces the item's frame by `f` (taking it) and emits the item. */
+/* Replaces the item's frame by `f` (taking it, stamped like the frame it
+ * replaces) and emits the item. */
 static pf_status emit_with_frame(pf_stage_ctx *ctx, pf_item *it, pf_frame *f)
 {
+    copy_frame_stamp(f, &it->frame);
     pf_frame_unref(&it->frame);
     it->frame = *f;
     memset(f, 0, sizeof *f);
     return bi_emit(ctx, it);
+}
+
+/* The worker's ops context and an output frame for a frame-to-frame kernel. */
+static pf_status frame_op_begin(bi_stage *s, pf_stage_ctx *ctx, pf_ops **ops, pf_frame *out,
+                                pf_pixfmt fmt, int w, int h)
+{
+    pf_status st = bi_ops(s, ctx, ops);
+    if (st == PF_OK) st = bi_frame_alloc(s, ctx, out, fmt, w, h);
+    return st;
+}
+
+/* After a frame-to-frame kernel: emits the item with `out` as its frame when
+ * all went well; releases whatever of `out` is left either way. */
+static pf_status frame_op_end(pf_stage_ctx *ctx, pf_item *it, pf_frame *out, pf_status st)
+{
+    if (st == PF_OK) st = emit_with_frame(ctx, it, out);
+    pf_frame_unref(out);
+    return st;
+}
+
+/* Runs `one` on each item while all goes well, then releases the items
+ * (emitted ones are zeroed already). */
+static pf_status for_each_item(void *s, pf_stage_ctx *ctx, pf_item *items, int n,
+                               pf_status (*one)(void *s, pf_stage_ctx *ctx, pf_item *it))
+{
+    pf_status st = PF_OK;
+    for (int i = 0; i < n && st == PF_OK; i++) st = one(s, ctx, &items[i]);
+    bi_unref_items(items, n);
+    return st;
 }
 
 /* ops.convert ------------------------------------------------------------------------------ */
@@ -49,58 +81,35 @@ typedef struct convert_stage {
     pf_color_params color;
 } convert_stage;
 
-static pf_status convert_process(void *user, pf_stage_ctx *ctx, pf_item *items, int n)
+static pf_status convert_one(void *user, pf_stage_ctx *ctx, pf_item *it)
 {
     convert_stage *s = user;
-    pf_status st = PF_OK;
-    int i = 0;
-    for (; i < n && st == PF_OK; i++) {
-        pf_item *it = &items[i];
-        st = need_frame(&s->base, it);
-        if (st != PF_OK) break;
-        if (it->frame.format == s->format) { /* already there: pass on, no copy */
-            st = bi_emit(ctx, it);
-            continue;
-        }
-        pf_ops *ops;
-        pf_frame out = {0};
-        st = bi_ops(&s->base, ctx, &ops);
-        if (st == PF_OK)
-            st = bi_frame_alloc(&s->base, ctx, &out, s->format, it->frame.width, it->frame.height);
-        if (st == PF_OK) {
-            st = pf_ops_convert(ops, &it->frame, &out, &s->color);
-            if (st != PF_OK) st = op_failed(&s->base, it, st, "pf_ops_convert");
-        }
-        if (st == PF_OK) {
-            out.pts = it->frame.pts;
-            out.time_base = it->frame.time_base;
-            out.index = it->frame.index;
-            out.source = it->frame.source;
-            st = emit_with_frame(ctx, it, &out);
-        }
-        pf_frame_unref(&out);
-    }
-    bi_unref_items(items, n); /* emitted ones are zeroed already */
-    return st;
+    pf_status st = need_frame(&s->base, it);
+    if (st != PF_OK) return st;
+    if (it->frame.format == s->format) return bi_emit(ctx, it); /* already there: no copy */
+    pf_ops *ops;
+    pf_frame out = {0};
+    st = frame_op_begin(&s->base, ctx, &ops, &out, s->format, it->frame.width, it->frame.height);
+    if (st == PF_OK)
+        st = bi_item_failed(&s->base, it, pf_ops_convert(ops, &it->frame, &out, &s->color),
+                            "pf_ops_convert");
+    return frame_op_end(ctx, it, &out, st);
+}
+
+static pf_status convert_process(void *user, pf_stage_ctx *ctx, pf_item *items, int n)
+{
+    return for_each_item(user, ctx, items, n, convert_one);
 }
 
 pf_status bi_convert_create(bi_args *a, pf_stage_desc *d)
 {
-    convert_stage *s = calloc(1, sizeof *s);
-    if (!s) return pf_set_error(PF_ERR_NOMEM, "pf_stage_builtin: out of host memory");
-    pf_status st = bi_stage_init(&s->base, a, d);
-    if (st != PF_OK) {
-        free(s);
-        return st;
-    }
+    pf_status st;
+    convert_stage *s = bi_stage_new(sizeof *s, a, d, &st);
+    if (!s) return st;
     d->process = convert_process;
     st = bi_pixfmt(a, "format", PF_PIXFMT_NONE, true, &s->format);
     if (st == PF_OK) st = bi_yuv(a, &s->color.matrix, &s->color.range);
-    if (st != PF_OK) {
-        bi_stage_destroy(s);
-        d->user = NULL;
-    }
-    return st;
+    return bi_create_end(s, d, st);
 }
 
 /* ops.resize ------------------------------------------------------------------------------- */
@@ -111,50 +120,31 @@ typedef struct resize_stage {
     pf_interp interp;
 } resize_stage;
 
-static pf_status resize_process(void *user, pf_stage_ctx *ctx, pf_item *items, int n)
+static pf_status resize_one(void *user, pf_stage_ctx *ctx, pf_item *it)
 {
     resize_stage *s = user;
-    pf_status st = PF_OK;
-    int i = 0;
-    for (; i < n && st == PF_OK; i++) {
-        pf_item *it = &items[i];
-        st = need_frame(&s->base, it);
-        if (st != PF_OK) break;
-        if (it->frame.width == s->width && it->frame.height == s->height) {
-            st = bi_emit(ctx, it);
-            continue;
-        }
-        pf_ops *ops;
-        pf_frame out = {0};
-        st = bi_ops(&s->base, ctx, &ops);
-        if (st == PF_OK)
-            st = bi_frame_alloc(&s->base, ctx, &out, it->frame.format, s->width, s->height);
-        if (st == PF_OK) {
-            st = pf_ops_resize(ops, &it->frame, &out, s->interp);
-            if (st != PF_OK) st = op_failed(&s->base, it, st, "pf_ops_resize");
-        }
-        if (st == PF_OK) {
-            out.pts = it->frame.pts;
-            out.time_base = it->frame.time_base;
-            out.index = it->frame.index;
-            out.source = it->frame.source;
-            st = emit_with_frame(ctx, it, &out);
-        }
-        pf_frame_unref(&out);
-    }
-    bi_unref_items(items, n); /* emitted ones are zeroed already */
-    return st;
+    pf_status st = need_frame(&s->base, it);
+    if (st != PF_OK) return st;
+    if (it->frame.width == s->width && it->frame.height == s->height) return bi_emit(ctx, it);
+    pf_ops *ops;
+    pf_frame out = {0};
+    st = frame_op_begin(&s->base, ctx, &ops, &out, it->frame.format, s->width, s->height);
+    if (st == PF_OK)
+        st = bi_item_failed(&s->base, it, pf_ops_resize(ops, &it->frame, &out, s->interp),
+                            "pf_ops_resize");
+    return frame_op_end(ctx, it, &out, st);
+}
+
+static pf_status resize_process(void *user, pf_stage_ctx *ctx, pf_item *items, int n)
+{
+    return for_each_item(user, ctx, items, n, resize_one);
 }
 
 pf_status bi_resize_create(bi_args *a, pf_stage_desc *d)
 {
-    resize_stage *s = calloc(1, sizeof *s);
-    if (!s) return pf_set_error(PF_ERR_NOMEM, "pf_stage_builtin: out of host memory");
-    pf_status st = bi_stage_init(&s->base, a, d);
-    if (st != PF_OK) {
-        free(s);
-        return st;
-    }
+    pf_status st;
+    resize_stage *s = bi_stage_new(sizeof *s, a, d, &st);
+    if (!s) return st;
     d->process = resize_process;
     int64_t w = 0, h = 0;
     int interp = 0;
@@ -164,11 +154,7 @@ pf_status bi_resize_create(bi_args *a, pf_stage_desc *d)
     s->width = (int)w;
     s->height = (int)h;
     s->interp = (pf_interp)interp;
-    if (st != PF_OK) {
-        bi_stage_destroy(s);
-        d->user = NULL;
-    }
-    return st;
+    return bi_create_end(s, d, st);
 }
 
 /* ops.preprocess ----------------------------------------------------------------------------- */
@@ -204,7 +190,7 @@ static pf_status preprocess_chunk(preprocess_stage *s, pf_stage_ctx *ctx, pf_ite
     if (st == PF_OK) st = bi_tensor_alloc(&s->base, ctx, &batch, s->dtype, 4, shape, s->layout);
     if (st == PF_OK) {
         st = pf_ops_preprocess(ops, srcs, NULL, n, &batch, &s->pp, NULL);
-        if (st != PF_OK) st = op_failed(&s->base, &items[0], st, "pf_ops_preprocess");
+        st = bi_item_failed(&s->base, &items[0], st, "pf_ops_preprocess");
     }
     /* Each item gets its own [1, ...] view of the batch: one buffer, so a
      * batched consumer downstream finds the slices contiguous. */
@@ -248,13 +234,9 @@ pf_status bi_preprocess_create(bi_args *a, pf_stage_desc *d)
 {
     static const char *const dtypes[] = {"f32", "f16", NULL};
     static const char *const layouts[] = {"nchw", "nhwc", NULL};
-    preprocess_stage *s = calloc(1, sizeof *s);
-    if (!s) return pf_set_error(PF_ERR_NOMEM, "pf_stage_builtin: out of host memory");
-    pf_status st = bi_stage_init(&s->base, a, d);
-    if (st != PF_OK) {
-        free(s);
-        return st;
-    }
+    pf_status st;
+    preprocess_stage *s = bi_stage_new(sizeof *s, a, d, &st);
+    if (!s) return st;
     d->process = preprocess_process;
     s->pp = pf_preprocess_params_default();
     int64_t w = 0, h = 0;
@@ -277,11 +259,7 @@ pf_status bi_preprocess_create(bi_args *a, pf_stage_desc *d)
     s->layout = lay == 0 ? PF_LAYOUT_NCHW : PF_LAYOUT_NHWC;
     s->pp.interp = (pf_interp)interp;
     s->pp.pad_value = (float)pad;
-    if (st != PF_OK) {
-        bi_stage_destroy(s);
-        d->user = NULL;
-    }
-    return st;
+    return bi_create_end(s, d, st);
 }
 
 /* ops.reproject ------------------------------------------------------------------------------ */
@@ -330,28 +308,15 @@ static pf_status reproject_one(reproject_stage *s, pf_stage_ctx *ctx, pf_item *i
     }
     if (st == PF_OK) {
         st = pf_ops_equirect_to_views(ops, src, s->views, dsts, n, s->interp);
-        if (st != PF_OK) st = op_failed(&s->base, it, st, "pf_ops_equirect_to_views");
+        st = bi_item_failed(&s->base, it, st, "pf_ops_equirect_to_views");
     }
-    if (s->mosaic) {
-        if (st == PF_OK) {
-            mosaic.pts = src->pts;
-            mosaic.time_base = src->time_base;
-            mosaic.index = src->index;
-            mosaic.source = src->source;
-            st = emit_with_frame(ctx, it, &mosaic);
-        }
-        pf_frame_unref(&mosaic);
-        return st;
-    }
+    if (s->mosaic) return frame_op_end(ctx, it, &mosaic, st);
     for (int v = 0; v < n && st == PF_OK; v++) {
         pf_item out;
         memset(&out, 0, sizeof out);
         out.frame = outs[v];
         memset(&outs[v], 0, sizeof outs[v]);
-        out.frame.pts = src->pts;
-        out.frame.time_base = src->time_base;
-        out.frame.index = src->index;
-        out.frame.source = src->source;
+        copy_frame_stamp(&out.frame, src);
         pf_tensor_ref(&out.tensor, &it->tensor);
         st = bi_emit_like(ctx, it, &out);
     }
@@ -373,13 +338,9 @@ static pf_status reproject_process(void *user, pf_stage_ctx *ctx, pf_item *items
 pf_status bi_reproject_create(bi_args *a, pf_stage_desc *d)
 {
     static const char *const interps[] = {"nearest", "bilinear", NULL};
-    reproject_stage *s = calloc(1, sizeof *s);
-    if (!s) return pf_set_error(PF_ERR_NOMEM, "pf_stage_builtin: out of host memory");
-    pf_status st = bi_stage_init(&s->base, a, d);
-    if (st != PF_OK) {
-        free(s);
-        return st;
-    }
+    pf_status st;
+    reproject_stage *s = bi_stage_new(sizeof *s, a, d, &st);
+    if (!s) return st;
     d->process = reproject_process;
     int64_t nviews = 4, w = 640, h = 480;
     double yaws[MAX_VIEWS], pitch = 0, roll = 0, fov = 90;
@@ -412,11 +373,7 @@ pf_status bi_reproject_create(bi_args *a, pf_stage_desc *d)
         pv->height = (int)h;
     }
     s->interp = interp == 0 ? PF_INTERP_NEAREST : PF_INTERP_BILINEAR;
-    if (st != PF_OK) {
-        bi_stage_destroy(s);
-        d->user = NULL;
-    }
-    return st;
+    return bi_create_end(s, d, st);
 }
 
 /* ops.mask_threshold ----------------------------------------------------------------------- */
@@ -462,7 +419,7 @@ static pf_status threshold_process(void *user, pf_stage_ctx *ctx, pf_item *items
                                  src.layout);
         if (st == PF_OK) {
             st = pf_ops_mask_threshold(ops, &src, s->logits, s->threshold, &out);
-            if (st != PF_OK) st = op_failed(&s->base, it, st, "pf_ops_mask_threshold");
+            st = bi_item_failed(&s->base, it, st, "pf_ops_mask_threshold");
         }
         if (st == PF_OK) {
             pf_tensor_unref(&it->tensor);
@@ -479,13 +436,9 @@ static pf_status threshold_process(void *user, pf_stage_ctx *ctx, pf_item *items
 
 pf_status bi_mask_threshold_create(bi_args *a, pf_stage_desc *d)
 {
-    threshold_stage *s = calloc(1, sizeof *s);
-    if (!s) return pf_set_error(PF_ERR_NOMEM, "pf_stage_builtin: out of host memory");
-    pf_status st = bi_stage_init(&s->base, a, d);
-    if (st != PF_OK) {
-        free(s);
-        return st;
-    }
+    pf_status st;
+    threshold_stage *s = bi_stage_new(sizeof *s, a, d, &st);
+    if (!s) return st;
     d->process = threshold_process;
     double thr = 0.5;
     int64_t ch = -1;
@@ -494,11 +447,7 @@ pf_status bi_mask_threshold_create(bi_args *a, pf_stage_desc *d)
     if (st == PF_OK) st = bi_int(a, "channel", -1, -1, 4096, &ch);
     s->threshold = (float)thr;
     s->channel = (int)ch;
-    if (st != PF_OK) {
-        bi_stage_destroy(s);
-        d->user = NULL;
-    }
-    return st;
+    return bi_create_end(s, d, st);
 }
 
 /* ops.composite ------------------------------------------------------------------------------ */
@@ -605,22 +554,15 @@ static pf_status composite_process(void *user, pf_stage_ctx *ctx, pf_item *items
         }
         pf_ops *ops;
         pf_frame out = {0};
-        if (st == PF_OK) st = bi_ops(&s->base, ctx, &ops);
         if (st == PF_OK)
-            st = bi_frame_alloc(&s->base, ctx, &out, s->format, it->frame.width, it->frame.height);
+            st = frame_op_begin(&s->base, ctx, &ops, &out, s->format, it->frame.width,
+                                it->frame.height);
         if (st == PF_OK) {
             st = pf_ops_composite(ops, &it->frame, use_item ? &it->tensor : &gen, &s->bg, &out);
-            if (st != PF_OK) st = op_failed(&s->base, it, st, "pf_ops_composite");
+            st = bi_item_failed(&s->base, it, st, "pf_ops_composite");
         }
         pf_tensor_unref(&gen);
-        if (st == PF_OK) {
-            out.pts = it->frame.pts;
-            out.time_base = it->frame.time_base;
-            out.index = it->frame.index;
-            out.source = it->frame.source;
-            st = emit_with_frame(ctx, it, &out);
-        }
-        pf_frame_unref(&out);
+        st = frame_op_end(ctx, it, &out, st);
     }
     bi_unref_items(items, n); /* emitted ones are zeroed already */
     return st;
@@ -633,13 +575,9 @@ pf_status bi_composite_create(bi_args *a, pf_stage_desc *d)
     static const char *const formats[] = {"rgb24", "bgr24", "rgba", "nv12", NULL};
     static const pf_pixfmt format_values[] = {PF_PIXFMT_RGB24, PF_PIXFMT_BGR24, PF_PIXFMT_RGBA,
                                               PF_PIXFMT_NV12};
-    composite_stage *s = calloc(1, sizeof *s);
-    if (!s) return pf_set_error(PF_ERR_NOMEM, "pf_stage_builtin: out of host memory");
-    pf_status st = bi_stage_init(&s->base, a, d);
-    if (st != PF_OK) {
-        free(s);
-        return st;
-    }
+    pf_status st;
+    composite_stage *s = bi_stage_new(sizeof *s, a, d, &st);
+    if (!s) return st;
     s->base.free_extra = composite_free;
     d->process = composite_process;
     d->stop = composite_stop;
@@ -660,9 +598,5 @@ pf_status bi_composite_create(bi_args *a, pf_stage_desc *d)
     s->bg.blur_sigma = (float)sigma;
     for (int c = 0; c < 3; c++) s->bg.color[c] = (uint8_t)color[c];
     s->format = format_values[fmt];
-    if (st != PF_OK) {
-        bi_stage_destroy(s);
-        d->user = NULL;
-    }
-    return st;
+    return bi_create_end(s, d, st);
 }

@@ -45,21 +45,13 @@ static void null_stop(void *user)
 
 pf_status bi_sink_null_create(bi_args *a, pf_stage_desc *d)
 {
-    null_sink *s = calloc(1, sizeof *s);
-    if (!s) return pf_set_error(PF_ERR_NOMEM, "pf_stage_builtin: out of host memory");
-    pf_status st = bi_stage_init(&s->base, a, d);
-    if (st != PF_OK) {
-        free(s);
-        return st;
-    }
+    pf_status st;
+    null_sink *s = bi_stage_new(sizeof *s, a, d, &st);
+    if (!s) return st;
     d->process = null_process;
     d->stop = null_stop;
     st = bi_bool(a, "print", false, &s->print);
-    if (st != PF_OK) {
-        bi_stage_destroy(s);
-        d->user = NULL;
-    }
-    return st;
+    return bi_create_end(s, d, st);
 }
 
 /* sink.checksum --------------------------------------------------------------------------------- */
@@ -179,9 +171,7 @@ static pf_status checksum_process(void *user, pf_stage_ctx *ctx, pf_item *items,
         if (it->frame.buf[0]) st = hash_frame(s, ctx, &it->frame, &h);
         if (st == PF_OK && it->tensor.buf) st = hash_tensor(s, ctx, &it->tensor, &h);
         if (st != PF_OK) {
-            char msg[768];
-            snprintf(msg, sizeof msg, "%s", pf_last_error());
-            st = bi_item_error(&s->base, it, st, "%s", msg);
+            st = bi_item_failed(&s->base, it, st, NULL);
             break;
         }
         s->sum += h;
@@ -229,13 +219,9 @@ static pf_status checksum_start(void *user, pf_stage_ctx *ctx)
 
 pf_status bi_sink_checksum_create(bi_args *a, pf_stage_desc *d)
 {
-    checksum_sink *s = calloc(1, sizeof *s);
-    if (!s) return pf_set_error(PF_ERR_NOMEM, "pf_stage_builtin: out of host memory");
-    pf_status st = bi_stage_init(&s->base, a, d);
-    if (st != PF_OK) {
-        free(s);
-        return st;
-    }
+    pf_status st;
+    checksum_sink *s = bi_stage_new(sizeof *s, a, d, &st);
+    if (!s) return st;
     pf_mutex_init(&s->lock);
     s->base.free_extra = checksum_free;
     s->reported = true; /* nothing to report until started */
@@ -248,11 +234,7 @@ pf_status bi_sink_checksum_create(bi_args *a, pf_stage_desc *d)
         else if (!(s->file = strdup(file)))
             st = pf_set_error(PF_ERR_NOMEM, "pf_stage_builtin: out of host memory");
     }
-    if (st != PF_OK) {
-        bi_stage_destroy(s);
-        d->user = NULL;
-    }
-    return st;
+    return bi_create_end(s, d, st);
 }
 
 /* stage.sleep --------------------------------------------------------------------------------- */
@@ -283,22 +265,14 @@ static pf_status sleep_process(void *user, pf_stage_ctx *ctx, pf_item *items, in
 
 pf_status bi_sleep_create(bi_args *a, pf_stage_desc *d)
 {
-    sleep_stage *s = calloc(1, sizeof *s);
-    if (!s) return pf_set_error(PF_ERR_NOMEM, "pf_stage_builtin: out of host memory");
-    pf_status st = bi_stage_init(&s->base, a, d);
-    if (st != PF_OK) {
-        free(s);
-        return st;
-    }
+    pf_status st;
+    sleep_stage *s = bi_stage_new(sizeof *s, a, d, &st);
+    if (!s) return st;
     d->process = sleep_process;
     /* Pass-through: items stay wherever they live, no transfer is asked for. */
     st = bi_int_req(a, "us", 0, 60000000, &s->us);
     if (st == PF_OK) st = bi_bool(a, "busy", false, &s->busy);
-    if (st != PF_OK) {
-        bi_stage_destroy(s);
-        d->user = NULL;
-    }
-    return st;
+    return bi_create_end(s, d, st);
 }
 
 /* stage.fail ------------------------------------------------------------------------------------ */
@@ -333,22 +307,14 @@ static pf_status fail_process(void *user, pf_stage_ctx *ctx, pf_item *items, int
 
 pf_status bi_fail_create(bi_args *a, pf_stage_desc *d)
 {
-    fail_stage *s = calloc(1, sizeof *s);
-    if (!s) return pf_set_error(PF_ERR_NOMEM, "pf_stage_builtin: out of host memory");
-    pf_status st = bi_stage_init(&s->base, a, d);
-    if (st != PF_OK) {
-        free(s);
-        return st;
-    }
+    pf_status st;
+    fail_stage *s = bi_stage_new(sizeof *s, a, d, &st);
+    if (!s) return st;
     s->base.free_extra = fail_free;
     d->process = fail_process;
     st = bi_int(a, "at", 0, 0, INT64_MAX, &s->at);
     const char *msg = st == PF_OK ? bi_str(a, "message") : NULL;
     if (st == PF_OK && !(s->message = strdup(msg ? msg : "injected failure")))
         st = pf_set_error(PF_ERR_NOMEM, "pf_stage_builtin: out of host memory");
-    if (st != PF_OK) {
-        bi_stage_destroy(s);
-        d->user = NULL;
-    }
-    return st;
+    return bi_create_end(s, d, st);
 }

@@ -190,13 +190,9 @@ static pf_status synth_generate(void *user, pf_stage_ctx *ctx, pf_item *out)
 pf_status bi_synthetic_create(bi_args *a, pf_stage_desc *d)
 {
     static const char *const memories[] = {"host", "pinned", "device", NULL};
-    synth *s = calloc(1, sizeof *s);
-    if (!s) return pf_set_error(PF_ERR_NOMEM, "pf_stage_builtin: out of host memory");
-    pf_status st = bi_stage_init(&s->base, a, d);
-    if (st != PF_OK) {
-        free(s);
-        return st;
-    }
+    pf_status st;
+    synth *s = bi_stage_new(sizeof *s, a, d, &st);
+    if (!s) return st;
     s->base.free_extra = synth_free;
     d->start = synth_start;
     d->source = synth_generate;
@@ -233,9 +229,5 @@ pf_status bi_synthetic_create(bi_args *a, pf_stage_desc *d)
             st = bi_error(a, "pool", "pool '%lld': %lld frames of %zu bytes is more than 1 TiB",
                           (long long)pool, (long long)pool + 1, total);
     }
-    if (st != PF_OK) {
-        bi_stage_destroy(s);
-        d->user = NULL;
-    }
-    return st;
+    return bi_create_end(s, d, st);
 }

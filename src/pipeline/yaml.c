@@ -153,6 +153,14 @@ static pf_status nonempty(const yl *y, const yaml_node_t *n, const char *key, co
     return st;
 }
 
+/* nonempty, also noting the value's line. */
+static pf_status nonempty_at(const yl *y, const yaml_node_t *n, const char *key, const char **out,
+                             int *line)
+{
+    *line = line_of(n);
+    return nonempty(y, n, key, out);
+}
+
 static pf_status int_value(const yl *y, const yaml_node_t *n, const char *key, int64_t lo,
                            int64_t hi, int64_t *out)
 {
@@ -328,14 +336,11 @@ static pf_status parse_stage(yl *y, ystage *s, yaml_node_t *n)
         if (st != PF_OK) return st;
         if (done) break;
         if (!strcmp(key, "name")) {
-            st = nonempty(y, v, "name", &s->name);
-            s->name_line = line_of(v);
+            st = nonempty_at(y, v, "name", &s->name, &s->name_line);
         } else if (!strcmp(key, "type")) {
-            st = nonempty(y, v, "type", &s->type);
-            s->type_line = line_of(v);
+            st = nonempty_at(y, v, "type", &s->type, &s->type_line);
         } else if (!strcmp(key, "device")) {
-            st = nonempty(y, v, "device", &s->device);
-            s->device_line = line_of(v);
+            st = nonempty_at(y, v, "device", &s->device, &s->device_line);
         } else if (!strcmp(key, "threads")) {
             st = int_value(y, v, "threads", 1, BI_MAX_THREADS, &s->threads);
             s->has_threads = true;
@@ -597,20 +602,16 @@ static pf_status parse_root(yl *y, yaml_node_t *root)
         if (st != PF_OK) return st;
         if (done) break;
         if (!strcmp(key, "name")) {
-            st = nonempty(y, v, "name", &y->name);
-            y->name_line = line_of(v);
+            st = nonempty_at(y, v, "name", &y->name, &y->name_line);
         } else if (!strcmp(key, "mode")) {
-            st = nonempty(y, v, "mode", &y->mode);
-            y->mode_line = line_of(v);
+            st = nonempty_at(y, v, "mode", &y->mode, &y->mode_line);
         } else if (!strcmp(key, "device")) {
-            st = nonempty(y, v, "device", &y->device);
-            y->device_line = line_of(v);
+            st = nonempty_at(y, v, "device", &y->device, &y->device_line);
         } else if (!strcmp(key, "strict_transfers")) {
             st = bool_value(y, v, "strict_transfers", &y->strict);
             y->has_strict = true;
         } else if (!strcmp(key, "trace")) {
-            st = nonempty(y, v, "trace", &y->trace);
-            y->trace_line = line_of(v);
+            st = nonempty_at(y, v, "trace", &y->trace, &y->trace_line);
         } else if (!strcmp(key, "stages")) {
             stages = v;
         } else if (!strcmp(key, "edges")) {
