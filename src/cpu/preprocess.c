@@ -224,11 +224,28 @@ __attribute__((target("f16c,avx"))) static void to_f16_f16c(const float *in, uin
 }
 #endif
 
+#ifdef PP_HAVE_F16C_PATH
+#include <cpuid.h>
+
+/* F16C and AVX (with the OS saving YMM state) from CPUID and XGETBV directly:
+ * clang 14 rejects __builtin_cpu_supports("f16c"), which broke fuzz builds. */
+static int cpu_has_f16c(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    const unsigned osxsave = 1u << 27, avx = 1u << 28, f16c = 1u << 29;
+    if ((c & (osxsave | avx | f16c)) != (osxsave | avx | f16c)) return 0;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    (void)hi;
+    return (lo & 6u) == 6u; /* XMM and YMM state enabled */
+}
+#endif
+
 static to_f16_fn pick_to_f16(void)
 {
 #ifdef PP_HAVE_F16C_PATH
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx")) return to_f16_f16c;
+    if (cpu_has_f16c()) return to_f16_f16c;
 #endif
     return to_f16_scalar;
 }
