@@ -15,6 +15,7 @@
 
 #include "../core/error.h"
 #include "../device/backend.h"
+#include "check.h"
 #include "ops_impl.h"
 #include "reproject.h"
 
@@ -188,12 +189,9 @@ static pf_status check_reach(const char *fn, const char *name, const pf_frame *f
                             "%s: %s is pageable host memory, which kernels on %s cannot read "
                             "(use device or pinned memory)",
                             fn, name, pf_device_spec(ops->dev));
-    if (d == PF_MEM_PINNED && owner->props.type != PF_DEVICE_CUDA)
-        return pf_set_error(PF_ERR_UNSUPPORTED,
-                            "%s: %s is marked pinned but belongs to %s, so it is ordinary heap "
-                            "memory that kernels on %s cannot read",
-                            fn, name, pf_device_spec(owner), pf_device_spec(ops->dev));
-    return PF_OK;
+    /* The remaining cases (own device memory, pinned memory, which must come
+     * from a GPU to be page-locked) follow the rule every op shares. */
+    return pf_ops_check_reachable(ops, fn, f->buf[0], name);
 }
 
 /* Whether two frames' plane-0 bytes can share an address. Frames with one

@@ -269,6 +269,21 @@ static void test_reachability(void)
                "src is pageable host memory");
     EXPECT_ERR(pf_ops_equirect_to_views(g_cuda, &dsrc, &v, &ph, 1, B), PF_ERR_UNSUPPORTED,
                "dsts[0] is pageable host memory");
+    /* Heap memory merely labelled pinned (owned by the CPU device) is not
+     * page-locked: kernels must refuse it like any pageable memory. */
+    {
+        pf_buffer *fake = NULL;
+        CHECK_OK(pf_buffer_wrap(hdst.data[0], hdst.stride[0] * 8, PF_MEM_PINNED, NULL, NULL, NULL,
+                                &fake));
+        pf_frame fp;
+        memset(&fp, 0, sizeof fp);
+        CHECK_OK(pf_frame_wrap(&fp, PF_PIXFMT_RGB24, 16, 8, fake, 0, hdst.stride));
+        pf_frame *pp = &fp;
+        EXPECT_ERR(pf_ops_equirect_to_views(g_cuda, &dsrc, &v, &pp, 1, B), PF_ERR_UNSUPPORTED,
+                   "dsts[0] is pinned memory of cpu");
+        pf_frame_unref(&fp);
+        pf_buffer_unref(&fake);
+    }
     EXPECT_ERR(pf_ops_equirect_to_views(g_ref, &dsrc, &v, &ph, 1, B), PF_ERR_UNSUPPORTED, spec);
     EXPECT_ERR(pf_ops_equirect_to_views(g_ref, &hsrc, &v, &pd, 1, B), PF_ERR_UNSUPPORTED, spec);
     /* `reference` is ignored on CUDA: the kernel runs (on device memory). */
