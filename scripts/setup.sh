@@ -11,14 +11,19 @@ cd "$(dirname "$0")/.."
 # Tools, checked by command (node and npm may come from another packaging of
 # Node.js, which Debian's npm package would conflict with): "command:package".
 DEB_TOOLS=(cmake:cmake make:make gcc:gcc g++:g++ pkg-config:pkg-config node:nodejs npm:npm
-           protoc-c:protobuf-c-compiler)
+           protoc-c:protobuf-c-compiler ffmpeg:ffmpeg)
 # Libraries, checked by Debian package name. Later modules add theirs here.
 # libopencv-dev: only for the oracle tests (tests/test_*.cpp) and CPU peer benchmarks.
 # libyaml-dev: YAML pipelines (optional at build time, wanted here).
 # libprotobuf-c-dev + libonnx-dev: the ONNX reader (protoc-c generates the C
 # code from libonnx-dev's onnx.proto at build time; optional, wanted here).
 # libonnx-testdata: the ONNX conformance cases the reader's tests open.
-DEB_LIBS=(libopencv-dev libyaml-dev libprotobuf-c-dev libonnx-dev libonnx-testdata)
+# libopenblas-dev: sgemm under the nn CPU executor's conv/GEMM.
+# libpng-dev, libjpeg-dev: images; libav*-dev, libswscale-dev: video through
+# FFmpeg (optional at build time, wanted here).
+DEB_LIBS=(libopencv-dev libyaml-dev libprotobuf-c-dev libonnx-dev libonnx-testdata
+          libopenblas-dev libpng-dev libjpeg-dev libavformat-dev libavcodec-dev libavutil-dev
+          libswscale-dev)
 
 missing=()
 for t in "${DEB_TOOLS[@]}"; do

@@ -23,6 +23,8 @@ typedef struct cli_command {
 
 int cmd_info(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_model(int argc, char **argv);
+int cmd_reproject(int argc, char **argv);
 
 /* Option parsing ------------------------------------------------------------------
  *

@@ -13,13 +13,15 @@ static const cli_command commands[] = {
     {"info", "versions, backends, devices, NVML, pool defaults; --self-check tests a device",
      cmd_info},
     {"run", "run a pipeline described in a YAML file; progress, statistics, --trace", cmd_run},
+    {"model", "inspect, run and test ONNX/TFLite models (inspect | run | test)", cmd_model},
+    {"reproject", "360 equirect images or video -> perspective views or cube maps", cmd_reproject},
 };
 #define COMMAND_COUNT ((int)(sizeof commands / sizeof commands[0]))
 
 static void list_commands(FILE *f)
 {
     for (int i = 0; i < COMMAND_COUNT; i++)
-        fprintf(f, "  %-8s  %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-10s  %s\n", commands[i].name, commands[i].summary);
 }
 
 static void usage(FILE *f)

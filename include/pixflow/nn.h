@@ -1,0 +1,171 @@
+/* pixflow/nn.h - neural-network inference: ONNX and TFLite models on the CPU
+ * and CUDA backends.
+ *
+ *   pf_model *m = NULL;
+ *   if (pf_model_load("selfie_segmentation.tflite", &m) != PF_OK) die(pf_last_error());
+ *   pf_model_io in = pf_model_input(m, 0), out = pf_model_output(m, 0);
+ *
+ *   pf_nn_exec_params p = pf_nn_exec_params_default();
+ *   p.device = dev;                 // pf_device_select("cuda:0", &dev)
+ *   p.precision = PF_NN_FP16;       // tensor cores; PF_NN_FP32 for exact work
+ *   p.max_batch = 8;
+ *   pf_nn_exec *x = NULL;
+ *   pf_nn_exec_create(m, &p, &x);
+ *
+ *   pf_tensor input = ..., output = ...;  // on dev, shapes with batch <= 8
+ *   pf_nn_exec_run(x, stream, &input, 1, &output, 1);   // async on `stream`
+ *   pf_stream_synchronize(stream);
+ *   pf_nn_exec_destroy(&x);
+ *   pf_model_free(&m);
+ *
+ * Models. pf_model_load() reads .onnx (ONNX opsets 7..17) and .tflite
+ * (schema 3, fp32 and fp16 weights, MediaPipe's Convolution2DTransposeBias);
+ * the format is decided by content, not by name. Loading validates the whole
+ * file, converts it to pixflow's graph IR (ONNX semantics), infers shapes and
+ * runs the graph passes (constant folding, batch-norm folding, activation
+ * fusion, dead-node removal). A model is immutable afterwards and may be
+ * shared by several executors and threads.
+ *
+ * Shapes. A model input may have a symbolic batch dimension (ONNX dim_param,
+ * TFLite shape_signature -1); it is reported as -1. TFLite models keep their
+ * NHWC input/output shapes; ONNX models their NCHW ones.
+ *
+ * Executors. An executor binds a model to a device and a precision and owns
+ * everything a run needs: a plan per batch size (built on first use, or all up
+ * front with pf_nn_exec_reserve), one memory arena sized by liveness planning,
+ * weights on the device, and on CUDA a captured CUDA graph per batch size.
+ * Runs take tensors that are already where the executor's device can read
+ * them (host for the CPU, device memory for CUDA): nothing is copied behind
+ * the caller's back. Input tensors are F32 or F16 (converted on the device
+ * inside the run); outputs are written in the dtype of the caller's tensor
+ * (F32 or F16). Integer inputs/outputs (I32) are accepted where the model's
+ * tensor is integer. Every tensor must be contiguous with the model's shape
+ * except the batch dimension, which may be 1..max_batch (all inputs the
+ * same).
+ *
+ * Threads: one executor runs on one thread at a time; several executors of
+ * one model (e.g. one per stream) run concurrently.
+ */
+#ifndef PIXFLOW_NN_H
+#define PIXFLOW_NN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "device.h"
+#include "tensor.h"
+#include "thread.h"
+
+PF_BEGIN_DECLS
+
+typedef struct pf_model pf_model;
+typedef struct pf_nn_exec pf_nn_exec;
+
+#define PF_NN_MAX_DIMS 8
+
+typedef enum pf_model_format { PF_MODEL_ONNX = 1, PF_MODEL_TFLITE = 2 } pf_model_format;
+
+/* One model input or output. dtype is the model's element type mapped to
+ * pf_dtype (F32 for float models; I32 for integer tensors, I64 ones included:
+ * pixflow exchanges I64 as I32 and refuses values outside its range). */
+typedef struct pf_model_io {
+    const char *name;       /* valid while the model lives */
+    pf_dtype dtype;
+    int ndim;
+    int64_t shape[PF_NN_MAX_DIMS]; /* -1 = symbolic batch */
+    pf_layout layout;       /* NCHW/NHWC when the loader knows (4D image tensors), else NONE */
+} pf_model_io;
+
+/* Loads and prepares a model. Errors: PF_ERR_IO (unreadable), PF_ERR_FORMAT
+ * (corrupt; the message names the file, node and value), PF_ERR_UNSUPPORTED
+ * (valid but unsupported: an op, attribute or dtype, named), PF_ERR_NOMEM. */
+PF_API pf_status pf_model_load(const char *path, pf_model **out);
+/* The same from memory; `data` is copied. `name` (NULL: "<memory>") appears
+ * in messages. */
+PF_API pf_status pf_model_load_memory(const void *data, size_t size, const char *name,
+                                      pf_model **out);
+/* NULL-safe; sets *m = NULL. Executors keep their own reference: a model
+ * freed while executors live is released by the last of them. */
+PF_API void pf_model_free(pf_model **m);
+
+PF_API pf_model_format pf_model_get_format(const pf_model *m);
+PF_API int pf_model_num_inputs(const pf_model *m);
+PF_API int pf_model_num_outputs(const pf_model *m);
+/* i in range, else a zeroed struct with name "". */
+PF_API pf_model_io pf_model_input(const pf_model *m, int i);
+PF_API pf_model_io pf_model_output(const pf_model *m, int i);
+/* Index of the input/output with that name, or -1. */
+PF_API int pf_model_find_input(const pf_model *m, const char *name);
+PF_API int pf_model_find_output(const pf_model *m, const char *name);
+
+/* Summary for `pixflow model inspect` (batch 1 where symbolic). */
+#define PF_MODEL_MAX_OP_KINDS 96
+typedef struct pf_model_summary {
+    const char *format;          /* "onnx" / "tflite" */
+    int opset;                   /* ONNX opset (0 for TFLite) */
+    int n_nodes_source;          /* nodes/operators in the file */
+    int n_nodes;                 /* IR nodes after the passes */
+    int64_t n_params;            /* elements of float constants (weights) */
+    double flops;                /* per batch of 1, 2 x MACs for conv/gemm */
+    size_t arena_bytes;          /* CPU fp32 arena for batch 1 (peak intermediates) */
+    size_t naive_bytes;          /* the same without reuse */
+    int folded, bn_folded, act_fused, removed; /* pass report */
+    int n_op_kinds;
+    struct { const char *op; int count; } ops[PF_MODEL_MAX_OP_KINDS]; /* source op histogram */
+} pf_model_summary;
+PF_API pf_status pf_model_get_summary(const pf_model *m, pf_model_summary *out);
+
+/* Executors -------------------------------------------------------------------- */
+
+typedef enum pf_nn_precision { PF_NN_FP32 = 0, PF_NN_FP16 = 1 } pf_nn_precision;
+
+typedef struct pf_nn_exec_params {
+    pf_device *device;          /* NULL = CPU */
+    pf_nn_precision precision;  /* CPU: FP32 only (FP16 -> PF_ERR_UNSUPPORTED) */
+    int max_batch;              /* >= 1; default 1. Fixed-batch models: their batch */
+    pf_threadpool *pool;        /* CPU: threads (NULL = the executor makes its own) */
+    bool cuda_graphs;           /* CUDA: capture each batch size's run as a graph (default on) */
+    bool allow_tf32;            /* CUDA FP32: allow TF32 tensor-core math (default off) */
+    size_t memory_cap;          /* device bytes for weights + arenas; 0 = no cap */
+} pf_nn_exec_params;
+
+PF_API pf_nn_exec_params pf_nn_exec_params_default(void);
+PF_API pf_status pf_nn_exec_create(pf_model *m, const pf_nn_exec_params *p, pf_nn_exec **out);
+PF_API void pf_nn_exec_destroy(pf_nn_exec **x);
+/* Builds the plans (and CUDA graphs) of every batch size in [1, max_batch]
+ * now, so no run pays for planning. Optional. */
+PF_API pf_status pf_nn_exec_reserve(pf_nn_exec *x);
+
+/* Runs the model on `stream` (NULL = the executor's own stream; on the CPU
+ * the run is synchronous whatever the stream). inputs/outputs in model order,
+ * n_in/n_out equal to the model's counts. On CUDA the call returns once the
+ * work is queued; the outputs are ready when the stream reaches that point.
+ * Errors: PF_ERR_INVALID naming the tensor and the mismatching dim or dtype. */
+PF_API pf_status pf_nn_exec_run(pf_nn_exec *x, pf_stream *stream, const pf_tensor *inputs,
+                                int n_in, pf_tensor *outputs, int n_out);
+
+typedef struct pf_nn_exec_stats {
+    int64_t runs;
+    int plans;                  /* batch sizes planned so far */
+    int graphs;                 /* CUDA graphs captured */
+    size_t weight_bytes;        /* on the device */
+    size_t arena_bytes;         /* largest arena */
+    double last_run_ms;         /* CPU: wall time; CUDA: events around the last run
+                                 * (read after the stream has passed it) */
+} pf_nn_exec_stats;
+PF_API pf_status pf_nn_exec_get_stats(pf_nn_exec *x, pf_nn_exec_stats *out);
+
+/* Per-node timings for profiling: runs once at `batch` without graphs,
+ * timing every IR node (events on CUDA), and fills up to `cap` entries.
+ * *n receives the node count. Names are valid while the executor lives. */
+typedef struct pf_nn_node_time {
+    const char *name;
+    const char *op;
+    double ms;
+} pf_nn_node_time;
+PF_API pf_status pf_nn_exec_profile(pf_nn_exec *x, int batch, pf_nn_node_time *times, int cap,
+                                    int *n);
+
+PF_END_DECLS
+
+#endif

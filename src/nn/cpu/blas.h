@@ -1,0 +1,25 @@
+/* Private: the few CBLAS entry points the nn CPU kernels use, declared here
+ * so the build needs only the OpenBLAS library, not its headers (the GPU
+ * machine has libopenblas.so but no cblas.h). The values and signatures are
+ * those of the reference CBLAS interface, which OpenBLAS exports. Without
+ * OpenBLAS (PF_HAVE_OPENBLAS unset) pf_nn_sgemm falls back to blocked loops. */
+#ifndef PF_NN_CPU_BLAS_H
+#define PF_NN_CPU_BLAS_H
+
+#include <stddef.h>
+
+#include "pixflow/core.h"
+
+PF_BEGIN_DECLS
+
+/* C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, row-major, with
+ * leading dimensions lda/ldb/ldc in elements. Multi-threaded inside OpenBLAS
+ * (its thread count is set once from pf_cpu_count()). */
+void pf_nn_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
+                 int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* "openblas <version/config>" or "built-in loops". */
+const char *pf_nn_blas_name(void);
+
+PF_END_DECLS
+
+#endif

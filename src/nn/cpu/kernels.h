@@ -1,0 +1,111 @@
+/* Private: the CPU kernels of the nn module (fp32 math; shape/index ops on
+ * their integer types too).
+ *
+ * One entry point runs one IR node on host memory:
+ *
+ *   pf_nn_cpu_run_node(g, node_id, in_ptrs, out_ptrs, pool, scratch, scratch_bytes);
+ *
+ * in[i] points to the contiguous row-major data of g->values[node->in[i]]
+ * (NULL for an absent optional input), out[i] to room for
+ * g->values[node->out[i]]; shapes and dtypes are read from the graph, which
+ * must be shape-inferred with every dim concrete. Outputs never alias inputs.
+ * `pool` (may be NULL = one thread) splits work as parallel_for(ith, nth);
+ * kernels allocate nothing: temporary memory comes from `scratch`, at least
+ * pf_nn_cpu_scratch_bytes(g, node) bytes, 64-byte aligned.
+ *
+ * These kernels are both the CPU executor and the reference the CUDA
+ * executor is checked against; conv/convtranspose/gemm/matmul go through
+ * OpenBLAS sgemm (im2col where needed), with a naive loop reference kept in
+ * tests/. Unsupported dtype/attr combinations return PF_ERR_UNSUPPORTED
+ * naming the node (pf_nn_cpu_supports() says so up front).
+ *
+ * The dispatch table (dispatch.c) maps each pf_ir_op to a pf_nn_cpu_fn; the
+ * kernel files implement the functions declared below. */
+#ifndef PF_NN_CPU_KERNELS_H
+#define PF_NN_CPU_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../ir.h"
+#include "pixflow/thread.h"
+
+PF_BEGIN_DECLS
+
+typedef struct pf_nn_cpu_args {
+    const pf_ir_graph *g;
+    const pf_ir_node *node;
+    const pf_ir_value *vin[PF_IR_MAX_INPUTS];   /* NULL for absent optional inputs */
+    const pf_ir_value *vout[PF_IR_MAX_OUTPUTS];
+    const void *in[PF_IR_MAX_INPUTS];
+    void *out[PF_IR_MAX_OUTPUTS];
+    pf_threadpool *pool;                        /* may be NULL */
+    void *scratch;
+    size_t scratch_bytes;
+} pf_nn_cpu_args;
+
+typedef pf_status (*pf_nn_cpu_fn)(const pf_nn_cpu_args *a);
+typedef size_t (*pf_nn_cpu_scratch_fn)(const pf_ir_graph *g, const pf_ir_node *n);
+
+pf_status pf_nn_cpu_run_node(const pf_ir_graph *g, int node, const void *const *in,
+                             void *const *out, pf_threadpool *pool, void *scratch,
+                             size_t scratch_bytes);
+size_t pf_nn_cpu_scratch_bytes(const pf_ir_graph *g, int node);
+/* true when the CPU can run the node; otherwise writes the reason to why. */
+bool pf_nn_cpu_supports(const pf_ir_graph *g, int node, char *why, size_t why_size);
+
+/* Shared helpers (act.c). */
+/* Applies node->act in place to n floats. */
+void pf_nn_cpu_apply_act(float *x, size_t n, pf_ir_act act, float a, float b);
+float pf_nn_act_scalar(float x, pf_ir_act act, float a, float b);
+/* Runs fn(ctx, ith, nth) over the pool, or once with (0, 1) without one. */
+void pf_nn_cpu_parallel(pf_threadpool *pool, void (*fn)(void *ctx, int ith, int nth), void *ctx);
+/* Error helper: sets the message "<node desc>: <fmt...>" and returns st. */
+pf_status pf_nn_cpu_fail(const pf_nn_cpu_args *a, pf_status st, const char *fmt, ...);
+
+/* ---- Kernels, by file ------------------------------------------------------- */
+/* conv.c */
+pf_status pf_nn_cpu_conv(const pf_nn_cpu_args *a);
+size_t pf_nn_cpu_conv_scratch(const pf_ir_graph *g, const pf_ir_node *n);
+/* conv_transpose.c */
+pf_status pf_nn_cpu_conv_transpose(const pf_nn_cpu_args *a);
+size_t pf_nn_cpu_conv_transpose_scratch(const pf_ir_graph *g, const pf_ir_node *n);
+/* gemm.c: GEMM, MATMUL */
+pf_status pf_nn_cpu_gemm(const pf_nn_cpu_args *a);
+pf_status pf_nn_cpu_matmul(const pf_nn_cpu_args *a);
+/* pool.c: MAXPOOL, AVGPOOL, GLOBAL_AVGPOOL, GLOBAL_MAXPOOL */
+pf_status pf_nn_cpu_pool(const pf_nn_cpu_args *a);
+/* batchnorm.c */
+pf_status pf_nn_cpu_batchnorm(const pf_nn_cpu_args *a);
+/* resize.c */
+pf_status pf_nn_cpu_resize(const pf_nn_cpu_args *a);
+/* unary.c: RELU .. SIGN, IDENTITY, CAST */
+pf_status pf_nn_cpu_unary(const pf_nn_cpu_args *a);
+pf_status pf_nn_cpu_cast(const pf_nn_cpu_args *a);
+/* binary.c: ADD .. XOR, PRELU, WHERE, SUM, MEAN_N */
+pf_status pf_nn_cpu_binary(const pf_nn_cpu_args *a);
+pf_status pf_nn_cpu_where(const pf_nn_cpu_args *a);
+pf_status pf_nn_cpu_variadic(const pf_nn_cpu_args *a);
+/* reduce.c: REDUCE_*, ARGMAX, ARGMIN */
+pf_status pf_nn_cpu_reduce(const pf_nn_cpu_args *a);
+pf_status pf_nn_cpu_argminmax(const pf_nn_cpu_args *a);
+/* softmax.c: SOFTMAX, LOG_SOFTMAX */
+pf_status pf_nn_cpu_softmax(const pf_nn_cpu_args *a);
+/* movement.c: CONCAT, RESHAPE, TRANSPOSE, SLICE, PAD, GATHER, EXPAND, TILE,
+ * SPLIT, DEPTH_TO_SPACE, SPACE_TO_DEPTH, SHAPE, CONSTANT_OF_SHAPE */
+pf_status pf_nn_cpu_concat(const pf_nn_cpu_args *a);
+pf_status pf_nn_cpu_reshape(const pf_nn_cpu_args *a);
+pf_status pf_nn_cpu_transpose(const pf_nn_cpu_args *a);
+pf_status pf_nn_cpu_slice(const pf_nn_cpu_args *a);
+pf_status pf_nn_cpu_pad(const pf_nn_cpu_args *a);
+pf_status pf_nn_cpu_gather(const pf_nn_cpu_args *a);
+pf_status pf_nn_cpu_expand(const pf_nn_cpu_args *a);
+pf_status pf_nn_cpu_tile(const pf_nn_cpu_args *a);
+pf_status pf_nn_cpu_split(const pf_nn_cpu_args *a);
+pf_status pf_nn_cpu_depth_space(const pf_nn_cpu_args *a);
+pf_status pf_nn_cpu_shape(const pf_nn_cpu_args *a);
+pf_status pf_nn_cpu_constant_of_shape(const pf_nn_cpu_args *a);
+
+PF_END_DECLS
+
+#endif

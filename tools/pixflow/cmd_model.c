@@ -1,0 +1,12 @@
+/* TEMPORARY placeholder; the owner replaces this file. */
+#include <stdio.h>
+
+#include "cli.h"
+
+int cmd_model(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "pixflow model: not built yet\n");
+    return 1;
+}
