@@ -49,3 +49,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   npm ci --no-audit --no-fund --loglevel=error
   echo "$want" > "$stamp"
 fi
+
+# Sample media from Debian packages (astronaut.png, vtest.avi, ...) into .data/
+# and generated inputs; only what is missing (scripts/fetch-media.sh).
+if [ -x scripts/fetch-media.sh ]; then
+  scripts/fetch-media.sh
+fi

@@ -10,6 +10,7 @@
 #include "thread.h"
 #include "device.h"
 #include "ops.h"
+#include "nn.h"
 #include "pipeline.h"
 #include "prof.h"
 
