@@ -20,10 +20,11 @@ DEB_TOOLS=(cmake:cmake make:make gcc:gcc g++:g++ pkg-config:pkg-config node:node
 # libonnx-testdata: the ONNX conformance cases the reader's tests open.
 # libopenblas-dev: sgemm under the nn CPU executor's conv/GEMM.
 # libpng-dev, libjpeg-dev: images; libav*-dev, libswscale-dev: video through
-# FFmpeg (optional at build time, wanted here).
+# FFmpeg (optional at build time, wanted here); libffmpeg-nvenc-dev: the
+# NVDEC headers (ffnvcodec, runtime-loaded libnvcuvid), carried to the GPU machine.
 DEB_LIBS=(libopencv-dev libyaml-dev libprotobuf-c-dev libonnx-dev libonnx-testdata
           libopenblas-dev libpng-dev libjpeg-dev libavformat-dev libavcodec-dev libavutil-dev
-          libswscale-dev)
+          libswscale-dev libffmpeg-nvenc-dev)
 
 missing=()
 for t in "${DEB_TOOLS[@]}"; do
