@@ -1,8 +1,6 @@
-/* Private: the few CBLAS entry points the nn CPU kernels use, declared here
- * so the build needs only the OpenBLAS library, not its headers (the GPU
- * machine has libopenblas.so but no cblas.h). The values and signatures are
- * those of the reference CBLAS interface, which OpenBLAS exports. Without
- * OpenBLAS (PF_HAVE_OPENBLAS unset) pf_nn_sgemm falls back to blocked loops. */
+/* Private: single-precision GEMM for the nn CPU kernels: OpenBLAS's
+ * cblas_sgemm, loaded at run time (blas.c says why), or built-in blocked
+ * loops when libopenblas is absent or PF_NN_BLAS=builtin. */
 #ifndef PF_NN_CPU_BLAS_H
 #define PF_NN_CPU_BLAS_H
 
@@ -14,7 +12,7 @@ PF_BEGIN_DECLS
 
 /* C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, row-major, with
  * leading dimensions lda/ldb/ldc in elements. Multi-threaded inside OpenBLAS
- * (its thread count is set once from pf_cpu_count()). */
+ * (its thread count is set once from pf_cpu_count()). Thread-safe. */
 void pf_nn_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, const float *A,
                  int lda, const float *B, int ldb, float beta, float *C, int ldc);
 /* "openblas <version/config>" or "built-in loops". */
