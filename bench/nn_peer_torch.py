@@ -125,6 +125,9 @@ def main():
         with torch.no_grad():
             ref = m32(torch.from_numpy(x1).to(dev)).float().cpu().numpy()
         np.save(os.path.join(args.out, name + "_ref_b1.npy"), ref)
+        # The first 4 classes alone (4 MB), small enough to bring back from
+        # the GPU machine for CPU-side checks.
+        np.save(os.path.join(args.out, name + "_ref_b1_c4.npy"), np.ascontiguousarray(ref[:, :4]))
         # PyTorch's own fp16 error against that reference, for context.
         torch.backends.cudnn.benchmark = True
         m16 = build(name).to(dev).half().to(memory_format=torch.channels_last)

@@ -105,9 +105,9 @@ static void test_builtin_registry(void)
         if (k == PF_BUILTIN_SOURCE) sources++;
         if (k == PF_BUILTIN_SINK) sinks++;
     }
-    CHECK_EQ_INT(n, 11);
-    CHECK_EQ_INT(sources, 1);
-    CHECK_EQ_INT(sinks, 2);
+    CHECK_EQ_INT(n, 17);
+    CHECK_EQ_INT(sources, 3);
+    CHECK_EQ_INT(sinks, 4);
     CHECK(pf_stage_builtin_type(-1, NULL) == NULL);
     CHECK(pf_stage_builtin_type(n, NULL) == NULL);
 

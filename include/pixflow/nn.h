@@ -98,6 +98,27 @@ PF_API pf_model_io pf_model_output(const pf_model *m, int i);
 PF_API int pf_model_find_input(const pf_model *m, const char *name);
 PF_API int pf_model_find_output(const pf_model *m, const char *name);
 
+/* Shape-giving inputs. pixflow plans with concrete shapes, so operands that
+ * decide a shape or an attribute (Reshape's shape, Slice's starts/ends/axes/
+ * steps, Resize's scales/sizes, Pad's pads, Clip's bounds, Tile's repeats,
+ * Expand's shape, Split's sizes, ReduceX's axes, ConstantOfShape's shape)
+ * must be constants of the model. A model that takes such an operand as a
+ * graph input loads, but its executors refuse to plan (PF_ERR_UNSUPPORTED
+ * naming the node) until the input is frozen to a value.
+ *
+ * pf_model_input_needs_value() is true when input i is consumed directly as
+ * such an operand. pf_model_freeze_inputs() makes a new model (m is
+ * unchanged) in which each named input is the constant `values[k]` (host,
+ * contiguous, shape equal to the input's with a symbolic batch dim taken
+ * from the value; dtype per the input as in pf_model_io: F32/F16 for float
+ * inputs, I32 for integer ones (widened back to I64 where the model has
+ * I64), U8 for U8/bool). The frozen inputs leave the input list; the graph
+ * passes run again, so everything computed from them folds. Errors:
+ * PF_ERR_INVALID naming the input and the mismatching dim or dtype. */
+PF_API bool pf_model_input_needs_value(const pf_model *m, int i);
+PF_API pf_status pf_model_freeze_inputs(const pf_model *m, int n, const char *const *names,
+                                        const pf_tensor *values, pf_model **out);
+
 /* Summary for `pixflow model inspect` (batch 1 where symbolic). */
 #define PF_MODEL_MAX_OP_KINDS 96
 typedef struct pf_model_summary {
@@ -165,6 +186,22 @@ typedef struct pf_nn_node_time {
 } pf_nn_node_time;
 PF_API pf_status pf_nn_exec_profile(pf_nn_exec *x, int batch, pf_nn_node_time *times, int cap,
                                     int *n);
+
+/* Test data ------------------------------------------------------------------ */
+
+/* Reads an ONNX TensorProto file (the conformance cases' input_k.pb and
+ * output_k.pb) into a new contiguous host tensor in the pf_dtype pixflow
+ * exchanges for it: FLOAT -> F32, FLOAT16 -> F16, DOUBLE -> F32 (rounded),
+ * INT64/INT32/INT16/INT8/UINT16/UINT32/UINT64 -> I32 (every value must fit:
+ * else PF_ERR_UNSUPPORTED naming the file and the element), UINT8/BOOL -> U8.
+ * Integer results are exact, so comparisons of them are by value. `name`
+ * (may be NULL) receives the TensorProto's name ("" when unnamed), cut to
+ * name_size - 1 bytes. *out is overwritten (not unref'd first); on failure
+ * it is left empty. Errors: PF_ERR_IO, PF_ERR_FORMAT (the file's fault,
+ * named), PF_ERR_UNSUPPORTED (STRING/complex tensors, or a build without
+ * the ONNX reader). Thread-safe. */
+PF_API pf_status pf_nn_read_onnx_tensor(const char *path, pf_tensor *out, char *name,
+                                        size_t name_size);
 
 PF_END_DECLS
 

@@ -256,6 +256,23 @@ PF_API const char *pf_stage_name(const pf_stage *stage);
  *     memory host|pinned|device (default: device on a CUDA stage, else host)
  *     | fps 0 (number >= 0: sets desc.fps) | count 0 (int >= 0: sets
  *     desc.max_items; 0 = endless)
+ *   io.video_source    frames of a video file or stdin (pixflow/io.h:
+ *     pf_video_reader; Y4M and raw always, other containers with FFmpeg),
+ *     from the reader's pool, in host or pinned memory (io stages never
+ *     hold device memory: the runtime moves frames to device stages). The
+ *     input is opened when the stage is made (a bad file fails there).
+ *     path FILE|- (required) | container NAME (y4m, raw or an FFmpeg
+ *     demuxer; default by content/extension) | format (frames out; default
+ *     the reader's: i420) | loop bool (false; not with -) | pool 8 (1..1024)
+ *     | pool_timeout_ms -1 (-1 waits) | source 0 | memory host|pinned
+ *     (pinned on a CUDA stage) | fps 0 | count 0 | raw_width, raw_height,
+ *     raw_format (container raw)
+ *   io.image_source    PNG/JPEG images, one item per image, in list order.
+ *     path (required: files, directories (their images, sorted) or globs,
+ *     comma-separated; the first image is probed when the stage is made) |
+ *     format rgb24|bgr24|rgba|gray8 (rgb24) | loop bool (false) | pool 4
+ *     (frames, sized from the first image; others are decoded outside it)
+ *     | pool_timeout_ms -1 | source 0 | memory host|pinned | fps 0 | count 0
  *   ops.convert        colour conversion (pf_ops_convert).
  *     format (required) | matrix bt601|bt709 | range limited|full
  *   ops.resize         pf_ops_resize of the frame.
@@ -286,6 +303,42 @@ PF_API const char *pf_stage_name(const pf_stage *stage);
  *     start) | background blur|color|none (blur) | sigma 8 (0 < sigma <= 64)
  *     | color list of 3 ints 0..255 (0,177,64) | format rgb24|bgr24|rgba|nv12
  *     (output; default rgb24) | matrix | range
+ *   nn.infer           runs a model (pixflow/nn.h) on the items' tensors;
+ *     each item leaves with its rows of the chosen output (f32, or i32 for
+ *     an integer output; [b, ...] in the model's output shape and layout,
+ *     b = the rows it brought) in place of its tensor, its frame kept. The
+ *     model is loaded and checked when the stage is made (a bad path or a
+ *     model with several inputs fails there, naming the key). Items' tensors
+ *     must match the model input past the batch dim (TFLite models are NHWC:
+ *     ops.preprocess layout nhwc) and be f32 or f16 (converted in the run).
+ *     With batching the items of a call run together, as a view when their
+ *     tensors lie back to back in one buffer (ops.preprocess's slices), else
+ *     gathered by stream-ordered copies; runs never exceed the effective
+ *     max_batch (1 in PF_MODE_LATENCY), and a fixed-batch model runs at its
+ *     batch. One executor per worker thread, made at start.
+ *     model PATH (required: .onnx or .tflite) | precision fp32|fp16 (fp32;
+ *     fp16 needs a CUDA device) | batch 1 (1..256: sets desc.batch.max_batch,
+ *     like the stage-level `batch:` key of YAML files, which also works) |
+ *     delay_us 0 (sets desc.batch.max_delay_us) | input NAME (the model
+ *     input fed; default the only one) | output NAME (default output 0) |
+ *     reserve bool (false: plans each batch size on first use; true: all
+ *     of 1..max_batch at start)
+ *   ops.mask_post      a model's output -> an f32 [1, 1, H, W] mask replacing
+ *     the item's tensor (what ops.composite, ops.mask_threshold and mask
+ *     writers take). Accepts [1, H, W, 1] (NHWC), [1, 1, H, W], [1, C, H,
+ *     W] / [1, H, W, C] with `channel` or `softmax`, [1, H, W], [H, W]; a
+ *     single channel is re-described without a copy. Then in this order:
+ *     temporal smoothing per source (pf_ops_mask_temporal; state reset on a
+ *     source's first item and whenever its seq does not increase; needs
+ *     threads 1), feathering (pf_ops_mask_feather) and a resize to the
+ *     item's frame (pf_ops_resize_mask).
+ *     channel -1 (int: with C > 1, that channel of an NCHW tensor) |
+ *     softmax bool (false: with true, the softmax probability of `class`
+ *     over the channels, pf_ops_mask_argmax; f16 accepted) | class (int
+ *     0..254, with softmax) | alpha 1 (number in (0, 1]: smoothing weight
+ *     of the new mask; 1 = off) | feather 0 (sigma in mask pixels, 0..64;
+ *     0 = off) | size model|frame (model) | interp nearest|bilinear|area
+ *     (bilinear: the resize to the frame)
  *   sink.null          releases items; counts them.
  *     print bool (false: with true, prints "sink NAME: N items" at stop)
  *   sink.checksum      checksums every frame (visible bytes of each plane,
@@ -295,6 +348,17 @@ PF_API const char *pf_stage_name(const pf_stage *stage);
  *     over items mod 2^64 (independent of arrival order). At stop prints
  *     "checksum NAME: N items, 0x%016x" to stderr, or appends it to `file`.
  *     file PATH (optional)
+ *   io.video_sink      encodes the items' frames (host memory; one thread,
+ *     arrival order) with pf_video_writer; the first frame sets size and
+ *     input format; closed (flushed) at stop.
+ *     path FILE|- (required) | container | codec (libx264) | preset |
+ *     codec_pixfmt | fps 30 (number > 0) | crf 23 (-1..63) | gop 0 |
+ *     bitrate 0 (bits/s; 0 = crf) | codec_threads 0
+ *   io.image_sink      writes each item's frame as an image file.
+ *     path (required: a pattern where {seq}, {index} (6 digits) and
+ *     {source} are replaced, e.g. out/frame_{seq}.png) | format
+ *     auto|png|jpeg (auto: from the extension) | quality 90 (1..100) |
+ *     compression 6 (0..9) | chroma444 bool (false)
  *   stage.sleep        passes items through after sleeping (or spinning with
  *     busy) for `us` microseconds per call: a stand-in for slow work.
  *     us (required, int 0..60000000) | busy bool (false)

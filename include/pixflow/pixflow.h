@@ -11,6 +11,7 @@
 #include "device.h"
 #include "ops.h"
 #include "nn.h"
+#include "io.h"
 #include "pipeline.h"
 #include "prof.h"
 

@@ -20,6 +20,7 @@
 
 #include "../core/error.h"
 #include "builtin_impl.h"
+#include "builtin_io.h"
 
 /* Registry ------------------------------------------------------------------------------ */
 
@@ -31,14 +32,20 @@ typedef struct bi_type {
 
 static const bi_type types[] = {
     {"source.synthetic", PF_BUILTIN_SOURCE, bi_synthetic_create},
+    {"io.video_source", PF_BUILTIN_SOURCE, bi_video_source_create},
+    {"io.image_source", PF_BUILTIN_SOURCE, bi_image_source_create},
     {"ops.convert", PF_BUILTIN_PROCESS, bi_convert_create},
     {"ops.resize", PF_BUILTIN_PROCESS, bi_resize_create},
     {"ops.preprocess", PF_BUILTIN_PROCESS, bi_preprocess_create},
     {"ops.reproject", PF_BUILTIN_PROCESS, bi_reproject_create},
     {"ops.mask_threshold", PF_BUILTIN_PROCESS, bi_mask_threshold_create},
+    {"ops.mask_post", PF_BUILTIN_PROCESS, bi_mask_post_create},
     {"ops.composite", PF_BUILTIN_PROCESS, bi_composite_create},
+    {"nn.infer", PF_BUILTIN_PROCESS, bi_infer_create},
     {"sink.null", PF_BUILTIN_SINK, bi_sink_null_create},
     {"sink.checksum", PF_BUILTIN_SINK, bi_sink_checksum_create},
+    {"io.video_sink", PF_BUILTIN_SINK, bi_video_sink_create},
+    {"io.image_sink", PF_BUILTIN_SINK, bi_image_sink_create},
     {"stage.sleep", PF_BUILTIN_PROCESS, bi_sleep_create},
     {"stage.fail", PF_BUILTIN_PROCESS, bi_fail_create},
 };

@@ -129,6 +129,8 @@ pf_status bi_preprocess_create(bi_args *a, pf_stage_desc *d);
 pf_status bi_reproject_create(bi_args *a, pf_stage_desc *d);
 pf_status bi_mask_threshold_create(bi_args *a, pf_stage_desc *d);
 pf_status bi_composite_create(bi_args *a, pf_stage_desc *d);
+pf_status bi_infer_create(bi_args *a, pf_stage_desc *d);        /* builtin_nn.c */
+pf_status bi_mask_post_create(bi_args *a, pf_stage_desc *d);    /* builtin_nn.c */
 pf_status bi_sink_null_create(bi_args *a, pf_stage_desc *d);
 pf_status bi_sink_checksum_create(bi_args *a, pf_stage_desc *d);
 pf_status bi_sleep_create(bi_args *a, pf_stage_desc *d);

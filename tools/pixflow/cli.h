@@ -25,6 +25,7 @@ int cmd_info(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_model(int argc, char **argv);
 int cmd_reproject(int argc, char **argv);
+int cmd_segment(int argc, char **argv);
 
 /* Option parsing ------------------------------------------------------------------
  *

@@ -15,6 +15,7 @@ static const cli_command commands[] = {
     {"run", "run a pipeline described in a YAML file; progress, statistics, --trace", cmd_run},
     {"model", "inspect, run and test ONNX/TFLite models (inspect | run | test)", cmd_model},
     {"reproject", "360 equirect images or video -> perspective views or cube maps", cmd_reproject},
+    {"segment", "person segmentation of video or images: background blur/colour/image, masks", cmd_segment},
 };
 #define COMMAND_COUNT ((int)(sizeof commands / sizeof commands[0]))
 

@@ -1,0 +1,314 @@
+/* pixflow/io.h - images (PNG, JPEG), Y4M and raw streams, video files.
+ *
+ * Images decode into host frames (or into a frame the caller allocated, e.g.
+ * from a pinned pool) and encode from them. Video readers hand out frames
+ * from a pool they own (no allocation per frame once the pool is warm) and
+ * keep timestamps; writers take frames of any host pixel format and convert
+ * them for the encoder. Y4M and raw frames are read and written by pixflow
+ * itself (always available, on files or pipes: "-" is stdin/stdout); every
+ * other container and codec goes through FFmpeg's libraries when the build
+ * has them (pf_io_have_ffmpeg()), else PF_ERR_UNSUPPORTED "built without
+ * FFmpeg".
+ *
+ *   pf_frame img = {0};
+ *   if (pf_image_read("in.jpg", PF_PIXFMT_RGB24, &img) < 0) ...;  // message names the file
+ *   pf_image_write_params wp = pf_image_write_params_default();
+ *   wp.jpeg_quality = 95;
+ *   pf_image_write("out.jpg", &img, &wp);                          // format from ".jpg"
+ *   pf_frame_unref(&img);
+ *
+ *   pf_video_reader_params rp = pf_video_reader_params_default();
+ *   rp.path = "in.mp4";
+ *   rp.format = PF_PIXFMT_NV12;
+ *   pf_video_reader *r = NULL;
+ *   if (pf_video_reader_create(&rp, &r) < 0) ...;
+ *   pf_video_info info;
+ *   pf_video_reader_info(r, &info);
+ *   pf_video_writer_params wp2 = pf_video_writer_params_default();
+ *   wp2.path = "out.mp4"; wp2.width = info.width; wp2.height = info.height;
+ *   wp2.fps = info.fps; wp2.input_format = PF_PIXFMT_NV12;
+ *   pf_video_writer *w = NULL;
+ *   pf_video_writer_create(&wp2, &w);
+ *   pf_frame f = {0};
+ *   while (pf_video_reader_read(r, &f) == PF_OK) {   // PF_EOF at the end
+ *       pf_video_writer_write(w, &f);                  // pts kept
+ *       pf_frame_unref(&f);                            // back to the reader's pool
+ *   }
+ *   pf_video_writer_close(w);                          // flushes; reports errors
+ *   pf_video_writer_destroy(&w);
+ *   pf_video_reader_destroy(&r);
+ *
+ * Errors: PF_ERR_IO (missing file, unreadable, unwritable directory, short
+ * write), PF_ERR_FORMAT (truncated or corrupt data, not the format it claims),
+ * PF_ERR_UNSUPPORTED (valid but not handled here: 16-bit Y4M, CMYK JPEG, a
+ * codec FFmpeg lacks, no FFmpeg in this build), PF_ERR_INVALID (bad
+ * parameters: zero sizes, a pixel format the call does not take). The message
+ * always names the file ("-" reads as "<stdin>"/"<stdout>") and what is wrong.
+ *
+ * Threading: the free functions are thread-safe (each call has its own
+ * decoder state). A reader or writer is used by one thread at a time; the
+ * frames it hands out may be used and released on any thread.
+ */
+#ifndef PIXFLOW_IO_H
+#define PIXFLOW_IO_H
+
+#include <stdbool.h>
+
+#include "device.h"
+#include "frame.h"
+
+PF_BEGIN_DECLS
+
+/* Build capabilities ---------------------------------------------------------------- */
+
+/* Whether this build reads/writes PNG (libpng), JPEG (libjpeg-turbo) and
+ * video containers through FFmpeg. Without PNG or JPEG the image calls
+ * return PF_ERR_UNSUPPORTED for that format. */
+PF_API bool pf_io_have_png(void);
+PF_API bool pf_io_have_jpeg(void);
+PF_API bool pf_io_have_ffmpeg(void);
+
+/* Images -------------------------------------------------------------------------------
+ *
+ * Pixel formats an image call takes or produces: RGB24, BGR24, RGBA, GRAY8.
+ * `want` = PF_PIXFMT_NONE ("native") keeps the image's own layout: GRAY8 for
+ * gray, RGB24 for colour, RGBA for anything with alpha (a PNG alpha channel,
+ * gray+alpha, or a palette with transparency).
+ * Conversions on decode: 16-bit PNG samples are scaled to 8 bits (rounded);
+ * palette and 1/2/4-bit gray are expanded; interlaced PNGs are de-interlaced;
+ * colour -> GRAY8 is the BT.601 luma (0.299 R + 0.587 G + 0.114 B, the Y of a
+ * JPEG); gray -> colour replicates; alpha is dropped (not composited) when the
+ * wanted format has none and set to 255 when the source has none. EXIF
+ * orientation and ICC profiles are ignored (pixels come in stored order).
+ * CMYK/YCCK JPEGs are refused (PF_ERR_UNSUPPORTED). */
+
+typedef enum pf_image_format {
+    PF_IMAGE_AUTO = 0,   /* by content when reading, by extension when writing */
+    PF_IMAGE_PNG = 1,
+    PF_IMAGE_JPEG = 2
+} pf_image_format;
+
+/* "png", "jpeg" ("auto" for PF_IMAGE_AUTO). */
+PF_API const char *pf_image_format_name(pf_image_format fmt);
+
+typedef struct pf_image_info {
+    int width, height;
+    pf_pixfmt format;         /* what want = NONE would produce (RGB24/RGBA/GRAY8) */
+    pf_image_format container;/* PNG or JPEG */
+    int bit_depth;            /* bits per sample as stored (1..16) */
+    int channels;             /* as stored: 1 gray, 2 gray+alpha, 3 colour, 4 colour+alpha
+                                 (a palette counts as 3, or 4 with transparency) */
+    bool interlaced;          /* PNG Adam7 / progressive JPEG */
+} pf_image_info;
+
+/* Reads only the header of `path` (the format comes from the first bytes,
+ * not the extension). Thread-safe. Errors: PF_ERR_IO when the file cannot be
+ * opened or read, PF_ERR_FORMAT when it is neither a valid PNG nor JPEG
+ * header. */
+PF_API pf_status pf_image_probe(const char *path, pf_image_info *out);
+/* The same on `size` bytes at `data` (borrowed for the call). */
+PF_API pf_status pf_image_probe_memory(const void *data, size_t size, pf_image_info *out);
+
+/* Decodes `path` into a new host frame *out (pf_frame_alloc on the heap,
+ * 64-byte aligned strides) in format `want` (see above). *out must not hold
+ * references; the caller owns the result and releases it with
+ * pf_frame_unref(). On error *out is left zeroed. Metadata: pts = PF_NOPTS,
+ * index = 0. Thread-safe. Truncated or corrupt files give PF_ERR_FORMAT with
+ * "FILE: what" (never a partial frame). */
+PF_API pf_status pf_image_read(const char *path, pf_pixfmt want, pf_frame *out);
+
+/* pf_image_read on `size` bytes at `data` (borrowed for the call). `name`
+ * (may be NULL: "<memory>") is used in messages only. */
+PF_API pf_status pf_image_read_memory(const void *data, size_t size, const char *name,
+                                      pf_pixfmt want, pf_frame *out);
+
+/* Decodes `path` straight into the caller's frame `dst` (host or pinned
+ * memory: any host-addressable domain; any strides), which must already have
+ * the image's width and height and an image pixel format (RGB24, BGR24, RGBA
+ * or GRAY8: the conversion rules above apply). Nothing is allocated for the
+ * pixels, so frames from a pinned ring can be filled directly. dst's metadata
+ * is not changed. On error the pixels of dst are unspecified (possibly
+ * partly written). Errors: PF_ERR_INVALID naming the size or format that
+ * does not match (checked from the header, before any pixel is written);
+ * otherwise as pf_image_read. Thread-safe for distinct dst frames. */
+PF_API pf_status pf_image_read_into(const char *path, pf_frame *dst);
+PF_API pf_status pf_image_read_memory_into(const void *data, size_t size, const char *name,
+                                           pf_frame *dst);
+
+typedef struct pf_image_write_params {
+    pf_image_format format;   /* AUTO = from the path's extension (.png, .jpg, .jpeg,
+                                 case-insensitive); pf_image_encode needs PNG or JPEG */
+    int jpeg_quality;         /* 1..100, default 90 */
+    bool jpeg_subsample_444;  /* false (default): 4:2:0 chroma; true: full chroma */
+    int png_compression;      /* zlib level 0..9, default 6 (0 = store, fastest) */
+} pf_image_write_params;
+
+PF_API pf_image_write_params pf_image_write_params_default(void);
+
+/* Encodes host frame `f` (RGB24, BGR24, RGBA or GRAY8; any strides) and writes
+ * it to `path` (p NULL = defaults). PNG keeps RGBA (alpha channel) and GRAY8
+ * (gray image) exactly; JPEG stores RGBA without its alpha, GRAY8 as a gray
+ * JPEG. The file is written to "PATH.tmp-PID" and renamed, so a failed write
+ * never leaves a half file under `path`. Thread-safe. Errors: PF_ERR_INVALID
+ * (format, empty frame, device memory), PF_ERR_IO naming the path (unwritable
+ * directory, disk full). */
+PF_API pf_status pf_image_write(const char *path, const pf_frame *f,
+                                const pf_image_write_params *p);
+
+/* Encodes `f` as above into a new host buffer *out holding exactly the file's
+ * bytes (pf_buffer_size() = their count). p->format must be PNG or JPEG. The
+ * caller owns the reference in *out. Thread-safe. */
+PF_API pf_status pf_image_encode(const pf_frame *f, const pf_image_write_params *p,
+                                 pf_buffer **out);
+
+/* Video: reading ----------------------------------------------------------------------
+ *
+ * Containers: ".y4m" files and "-" (stdin) are read as YUV4MPEG2 by pixflow's
+ * own parser; container "raw" reads headerless frames of raw_format at
+ * raw_width x raw_height; everything else (mp4, mkv, avi, mov, webm, ts, ...)
+ * through libavformat/libavcodec with any decoder FFmpeg has.
+ * Y4M input: C420jpeg, C420, C420mpeg2, C420paldv (and no C tag) -> I420;
+ * Cmono -> GRAY8; C444 and C422 are converted to 4:2:0 by averaging chroma
+ * (lossy; the reader logs it once); high bit depths (C420p10, ...) are
+ * refused. Interlacing (I), aspect (A) and comment (X) tags are accepted and
+ * ignored; the frame rate (F) sets fps and time_base = 1/fps. A stream header
+ * or frame header that does not follow the format is PF_ERR_FORMAT; a last
+ * frame cut short is PF_ERR_FORMAT "truncated frame N" (Y4M has no packets to
+ * skip). */
+
+typedef struct pf_video_reader pf_video_reader;
+
+typedef struct pf_video_reader_params {
+    const char *path;          /* file, or "-" for stdin (Y4M unless container says) */
+    const char *container;     /* NULL = by content/extension; "y4m", "raw", or an
+                                  FFmpeg demuxer name ("mp4", "matroska", ...) */
+    pf_pixfmt format;          /* frames out: NV12, I420, RGB24, BGR24, RGBA, GRAY8;
+                                  NONE (default) = I420 (GRAY8 for Cmono Y4M) */
+    int pool_size;             /* frames in the pool, >= 1, default 8 */
+    int64_t pool_timeout_us;   /* read() when every pool frame is still held by the
+                                  caller: < 0 waits (default; another thread must
+                                  unref), 0 fails at once with PF_ERR_BUSY, > 0 waits
+                                  that long then PF_ERR_BUSY */
+    pf_device *device;         /* pool memory owner: NULL = CPU */
+    pf_mem_domain domain;      /* PF_MEM_HOST (default) or PF_MEM_PINNED: decoders
+                                  write with the CPU, so never PF_MEM_DEVICE */
+    bool prefer_device;        /* NVDEC when available (not yet: CPU decode, reported
+                                  in pf_video_info.decoder and hw_decode = false) */
+    int threads;               /* decoder threads, 0 = FFmpeg's choice */
+    /* container "raw" only: */
+    int raw_width, raw_height;
+    pf_pixfmt raw_format;      /* layout of each raw frame (tightly packed planes) */
+    pf_rational raw_fps;       /* default 30/1 */
+} pf_video_reader_params;
+
+PF_API pf_video_reader_params pf_video_reader_params_default(void);
+
+typedef struct pf_video_info {
+    int width, height;
+    pf_pixfmt format;          /* of the frames read() returns */
+    pf_rational fps;           /* average frame rate; {0,0} if unknown */
+    pf_rational time_base;     /* of frame pts */
+    int64_t frame_count;       /* estimate from the container; -1 if unknown */
+    double duration_s;         /* estimate; < 0 if unknown */
+    char codec[32];            /* "h264", "rawvideo", ... */
+    char container[32];        /* "y4m", "raw", "mov,mp4,m4a,3gp,3g2,mj2" (FFmpeg's name) */
+    char decoder[64];          /* decoder that runs: "h264 (cpu)", "y4m (cpu)" */
+    bool hw_decode;            /* true when decoding runs on the device (NVDEC) */
+} pf_video_info;
+
+typedef struct pf_video_reader_stats {
+    uint64_t frames;           /* frames returned by read() */
+    uint64_t packets;          /* packets read from the container (Y4M: frames) */
+    uint64_t corrupt_packets;  /* packets the decoder rejected or flagged corrupt
+                                  (skipped, never fatal) */
+    uint64_t pool_waits;       /* read() calls that found the pool empty */
+} pf_video_reader_stats;
+
+/* Opens p->path, reads the stream header, chooses the decoder and makes the
+ * frame pool. The caller owns *out (pf_video_reader_destroy). Errors:
+ * PF_ERR_IO (cannot open), PF_ERR_FORMAT (not a video / bad header),
+ * PF_ERR_UNSUPPORTED (no decoder, "built without FFmpeg"), PF_ERR_INVALID
+ * (parameters). */
+PF_API pf_status pf_video_reader_create(const pf_video_reader_params *p, pf_video_reader **out);
+/* Closes the input; frames still held by the caller stay valid (the pool
+ * lives until its last frame comes back). Sets *r = NULL; accepts NULL. */
+PF_API void pf_video_reader_destroy(pf_video_reader **r);
+
+PF_API pf_status pf_video_reader_info(const pf_video_reader *r, pf_video_info *out);
+
+/* The next frame, in display order, into *out (which must not hold
+ * references): a pool frame of info.format and size with pts (PF_NOPTS if the
+ * container has none), time_base and index (0, 1, 2, ... in output order)
+ * set; the caller owns the reference and gives the frame back with
+ * pf_frame_unref(). Returns PF_OK, PF_EOF after the last frame (and on every
+ * call after), or an error: PF_ERR_IO / PF_ERR_FORMAT for an input that
+ * cannot go on (a read error, a broken container), PF_ERR_BUSY (pool, see
+ * pool_timeout_us). A packet the decoder rejects is skipped and counted in
+ * stats.corrupt_packets. */
+PF_API pf_status pf_video_reader_read(pf_video_reader *r, pf_frame *out);
+
+PF_API pf_status pf_video_reader_get_stats(const pf_video_reader *r, pf_video_reader_stats *out);
+
+/* Video: writing -----------------------------------------------------------------------
+ *
+ * Containers: ".y4m" and "-" write YUV4MPEG2 (C420jpeg from I420/NV12/RGB
+ * input, Cmono from GRAY8); container "raw" writes frames as given (tightly
+ * packed); anything else through FFmpeg, the muxer chosen from the extension
+ * (or `container`). Input frames in another layout than the encoder's are
+ * converted with libswscale (FFmpeg) or pf_ops_convert (Y4M: BT.601 limited
+ * range). Alpha is kept only by codecs that store it, with a codec pixel
+ * format that has it: e.g. codec "png", "qtrle" (.mov) or "ffv1" (.mkv)
+ * with codec_pixfmt "rgba"/"argb"/"bgra" and RGBA input. */
+
+typedef struct pf_video_writer pf_video_writer;
+
+typedef struct pf_video_writer_params {
+    const char *path;          /* file, or "-" for stdout (Y4M unless container says) */
+    const char *container;     /* NULL = from the extension; "y4m", "raw" or an FFmpeg
+                                  muxer name ("mp4", "matroska", "mov", ...) */
+    int width, height;         /* > 0 */
+    pf_rational fps;           /* default 30/1; also the time base unless frames carry one */
+    pf_pixfmt input_format;    /* of the frames passed to write(): RGB24, BGR24, RGBA,
+                                  GRAY8, NV12, I420 */
+    const char *codec;         /* FFmpeg encoder name, default "libx264" */
+    int crf;                   /* constant quality for x264/x265/vpx (0..51), default 23;
+                                  -1 = codec default */
+    const char *preset;        /* encoder preset, default "medium" (x264); NULL = none */
+    int64_t bitrate;           /* bits/s, 0 = quality mode (crf) */
+    int gop;                   /* keyframe interval, 0 = codec default */
+    const char *codec_pixfmt;  /* FFmpeg pixel format name for the encoder ("yuv420p",
+                                  "rgba", ...); NULL = the encoder's first supported,
+                                  preferring one with alpha for RGBA input */
+    int threads;               /* encoder threads, 0 = FFmpeg's choice */
+} pf_video_writer_params;
+
+PF_API pf_video_writer_params pf_video_writer_params_default(void);
+
+/* Opens p->path for writing (the output directory must exist and be
+ * writable) and sets up the encoder. The caller owns *out. Errors:
+ * PF_ERR_IO naming the path, PF_ERR_UNSUPPORTED (unknown codec or muxer,
+ * "built without FFmpeg"), PF_ERR_INVALID (sizes, formats). */
+PF_API pf_status pf_video_writer_create(const pf_video_writer_params *p, pf_video_writer **out);
+
+/* Encodes one host frame (input_format, width x height; any strides; the
+ * writer never keeps a reference). Timestamps: f->pts rescaled from
+ * f->time_base when both are set and increase, else the frame counter at
+ * fps. Errors: PF_ERR_INVALID (format, size, device memory), PF_ERR_IO
+ * (write failed; the writer is then unusable). */
+PF_API pf_status pf_video_writer_write(pf_video_writer *w, const pf_frame *f);
+
+/* Flushes the encoder, writes the trailer and closes the file; returns the
+ * first error of the whole write (PF_ERR_IO on a short write). Further
+ * write() calls fail with PF_ERR_CLOSED. Idempotent. */
+PF_API pf_status pf_video_writer_close(pf_video_writer *w);
+
+/* Closes (if not yet closed, logging an error it returns) and frees. Sets
+ * *w = NULL; accepts NULL. */
+PF_API void pf_video_writer_destroy(pf_video_writer **w);
+
+/* Frames written so far. */
+PF_API int64_t pf_video_writer_frame_count(const pf_video_writer *w);
+
+PF_END_DECLS
+
+#endif

@@ -1,0 +1,250 @@
+/* Public image calls (io.h "Images"): format detection by content, whole-file
+ * reads, decode into a new or a given frame, encode to a file or memory.
+ * Files are read whole and decoded from memory: one decode path for files
+ * and memory, and truncation is seen as the end of the bytes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/error.h"
+#include "io_impl.h"
+
+bool pf_io_have_png(void)
+{
+#ifdef PF_HAVE_PNG
+    return true;
+#else
+    return false;
+#endif
+}
+
+bool pf_io_have_jpeg(void)
+{
+#ifdef PF_HAVE_JPEG
+    return true;
+#else
+    return false;
+#endif
+}
+
+const char *pf_image_format_name(pf_image_format fmt)
+{
+    switch (fmt) {
+    case PF_IMAGE_PNG: return "png";
+    case PF_IMAGE_JPEG: return "jpeg";
+    case PF_IMAGE_AUTO: return "auto";
+    }
+    return "unknown";
+}
+
+static pf_status sniff(const uint8_t *data, size_t size, const char *name, pf_image_format *fmt)
+{
+    if (pf_png_sniff(data, size)) {
+        *fmt = PF_IMAGE_PNG;
+        return PF_OK;
+    }
+    if (pf_jpeg_sniff(data, size)) {
+        *fmt = PF_IMAGE_JPEG;
+        return PF_OK;
+    }
+    if (size == 0) return pf_set_error(PF_ERR_FORMAT, "%s: empty file", name);
+    return pf_set_error(PF_ERR_FORMAT, "%s: not a PNG or JPEG image (unknown signature)", name);
+}
+
+static pf_status probe_mem(const uint8_t *data, size_t size, const char *name,
+                           pf_image_info *info)
+{
+    pf_image_format fmt;
+    pf_status st = sniff(data, size, name, &fmt);
+    if (st != PF_OK) return st;
+    st = fmt == PF_IMAGE_PNG ? pf_png_probe(data, size, name, info)
+                             : pf_jpeg_probe(data, size, name, info);
+    if (st == PF_OK && (info->width <= 0 || info->height <= 0 ||
+                        info->width > PF_FRAME_MAX_DIM || info->height > PF_FRAME_MAX_DIM))
+        return pf_set_error(PF_ERR_FORMAT, "%s: image size %dx%d is out of range (1..%d)", name,
+                            info->width, info->height, PF_FRAME_MAX_DIM);
+    return st;
+}
+
+static pf_status decode_mem(const uint8_t *data, size_t size, const char *name, pf_frame *dst)
+{
+    pf_image_format fmt;
+    pf_status st = sniff(data, size, name, &fmt);
+    if (st != PF_OK) return st;
+    return fmt == PF_IMAGE_PNG ? pf_png_decode(data, size, name, dst)
+                               : pf_jpeg_decode(data, size, name, dst);
+}
+
+static bool image_format(pf_pixfmt f)
+{
+    return f == PF_PIXFMT_RGB24 || f == PF_PIXFMT_BGR24 || f == PF_PIXFMT_RGBA ||
+           f == PF_PIXFMT_GRAY8;
+}
+
+pf_status pf_image_probe_memory(const void *data, size_t size, pf_image_info *out)
+{
+    PF_CHECK_ARG(out, "pf_image_probe_memory", "out is NULL");
+    memset(out, 0, sizeof *out);
+    PF_CHECK_ARG(data || size == 0, "pf_image_probe_memory", "data is NULL");
+    return probe_mem(data, size, "<memory>", out);
+}
+
+pf_status pf_image_probe(const char *path, pf_image_info *out)
+{
+    PF_CHECK_ARG(out, "pf_image_probe", "out is NULL");
+    memset(out, 0, sizeof *out);
+    PF_CHECK_ARG(path, "pf_image_probe", "path is NULL");
+    uint8_t *data = NULL;
+    size_t size = 0;
+    pf_status st = pf_io_read_file(path, &data, &size);
+    if (st == PF_OK) st = probe_mem(data, size, pf_io_in_name(path), out);
+    free(data);
+    return st;
+}
+
+static pf_status check_want(const char *name, pf_pixfmt want)
+{
+    if (want != PF_PIXFMT_NONE && !image_format(want))
+        return pf_set_error(PF_ERR_INVALID,
+                            "%s: cannot decode an image to %s (rgb24, bgr24, rgba, gray8 or "
+                            "none for the image's own)",
+                            name, pf_pixfmt_name(want));
+    return PF_OK;
+}
+
+static pf_status read_mem_new(const uint8_t *data, size_t size, const char *name, pf_pixfmt want,
+                              pf_frame *out)
+{
+    pf_status st = check_want(name, want);
+    if (st != PF_OK) return st;
+    pf_image_info info;
+    st = probe_mem(data, size, name, &info);
+    if (st != PF_OK) return st;
+    if (want == PF_PIXFMT_NONE) want = info.format;
+    st = pf_frame_alloc(out, want, info.width, info.height, NULL, NULL);
+    if (st != PF_OK) return pf_set_error(st, "%s: %s", name, pf_last_error());
+    st = decode_mem(data, size, name, out);
+    if (st != PF_OK) pf_frame_unref(out);
+    return st;
+}
+
+pf_status pf_image_read_memory(const void *data, size_t size, const char *name, pf_pixfmt want,
+                               pf_frame *out)
+{
+    PF_CHECK_ARG(out, "pf_image_read_memory", "out is NULL");
+    memset(out, 0, sizeof *out);
+    PF_CHECK_ARG(data || size == 0, "pf_image_read_memory", "data is NULL");
+    return read_mem_new(data, size, name ? name : "<memory>", want, out);
+}
+
+pf_status pf_image_read(const char *path, pf_pixfmt want, pf_frame *out)
+{
+    PF_CHECK_ARG(out, "pf_image_read", "out is NULL");
+    memset(out, 0, sizeof *out);
+    PF_CHECK_ARG(path, "pf_image_read", "path is NULL");
+    pf_status st = check_want(pf_io_in_name(path), want);
+    if (st != PF_OK) return st;
+    uint8_t *data = NULL;
+    size_t size = 0;
+    st = pf_io_read_file(path, &data, &size);
+    if (st == PF_OK) st = read_mem_new(data, size, pf_io_in_name(path), want, out);
+    free(data);
+    return st;
+}
+
+static pf_status read_mem_into(const uint8_t *data, size_t size, const char *name, pf_frame *dst)
+{
+    pf_status st = pf_io_check_image_frame("pf_image_read_into", name, dst);
+    if (st != PF_OK) return st;
+    return decode_mem(data, size, name, dst);
+}
+
+pf_status pf_image_read_memory_into(const void *data, size_t size, const char *name,
+                                    pf_frame *dst)
+{
+    PF_CHECK_ARG(data || size == 0, "pf_image_read_memory_into", "data is NULL");
+    return read_mem_into(data, size, name ? name : "<memory>", dst);
+}
+
+pf_status pf_image_read_into(const char *path, pf_frame *dst)
+{
+    PF_CHECK_ARG(path, "pf_image_read_into", "path is NULL");
+    pf_status st = pf_io_check_image_frame("pf_image_read_into", pf_io_in_name(path), dst);
+    if (st != PF_OK) return st;
+    uint8_t *data = NULL;
+    size_t size = 0;
+    st = pf_io_read_file(path, &data, &size);
+    if (st == PF_OK) st = read_mem_into(data, size, pf_io_in_name(path), dst);
+    free(data);
+    return st;
+}
+
+/* Writing ------------------------------------------------------------------------------- */
+
+pf_image_write_params pf_image_write_params_default(void)
+{
+    pf_image_write_params p;
+    memset(&p, 0, sizeof p);
+    p.format = PF_IMAGE_AUTO;
+    p.jpeg_quality = 90;
+    p.jpeg_subsample_444 = false;
+    p.png_compression = 6;
+    return p;
+}
+
+static pf_status encode(const char *fn, const char *name, const pf_frame *f,
+                        const pf_image_write_params *p, pf_image_format fmt, pf_membuf *out)
+{
+    pf_status st = pf_io_check_image_frame(fn, name, f);
+    if (st != PF_OK) return st;
+    if (p->jpeg_quality < 1 || p->jpeg_quality > 100)
+        return pf_set_error(PF_ERR_INVALID, "%s: %s: jpeg_quality %d is out of range 1..100", fn,
+                            name, p->jpeg_quality);
+    if (p->png_compression < 0 || p->png_compression > 9)
+        return pf_set_error(PF_ERR_INVALID, "%s: %s: png_compression %d is out of range 0..9", fn,
+                            name, p->png_compression);
+    if (fmt == PF_IMAGE_PNG) return pf_png_encode(f, p->png_compression, name, out);
+    if (fmt == PF_IMAGE_JPEG)
+        return pf_jpeg_encode(f, p->jpeg_quality, p->jpeg_subsample_444, name, out);
+    return pf_set_error(PF_ERR_INVALID, "%s: %s: unknown image format %d", fn, name, (int)fmt);
+}
+
+pf_status pf_image_encode(const pf_frame *f, const pf_image_write_params *p, pf_buffer **out)
+{
+    PF_CHECK_ARG(out, "pf_image_encode", "out is NULL");
+    *out = NULL;
+    PF_CHECK_ARG(p, "pf_image_encode", "params are NULL (the format is needed)");
+    if (p->format != PF_IMAGE_PNG && p->format != PF_IMAGE_JPEG)
+        return pf_set_error(PF_ERR_INVALID,
+                            "pf_image_encode: format must be PF_IMAGE_PNG or PF_IMAGE_JPEG");
+    pf_membuf m = {0};
+    pf_status st = encode("pf_image_encode", "<memory>", f, p, p->format, &m);
+    if (st != PF_OK) {
+        pf_membuf_free(&m);
+        return st;
+    }
+    return pf_membuf_to_buffer(&m, out);
+}
+
+pf_status pf_image_write(const char *path, const pf_frame *f, const pf_image_write_params *p)
+{
+    PF_CHECK_ARG(path && path[0], "pf_image_write", "path is NULL or empty");
+    pf_image_write_params def = pf_image_write_params_default();
+    if (!p) p = &def;
+    pf_image_format fmt = p->format;
+    if (fmt == PF_IMAGE_AUTO) {
+        if (pf_io_has_ext(path, ".png"))
+            fmt = PF_IMAGE_PNG;
+        else if (pf_io_has_ext(path, ".jpg") || pf_io_has_ext(path, ".jpeg"))
+            fmt = PF_IMAGE_JPEG;
+        else
+            return pf_set_error(PF_ERR_INVALID,
+                                "pf_image_write: %s: cannot tell the format from the extension "
+                                "(.png, .jpg, .jpeg); set params.format",
+                                pf_io_out_name(path));
+    }
+    pf_membuf m = {0};
+    pf_status st = encode("pf_image_write", pf_io_out_name(path), f, p, fmt, &m);
+    if (st == PF_OK) st = pf_io_write_file(path, m.data, m.size);
+    pf_membuf_free(&m);
+    return st;
+}

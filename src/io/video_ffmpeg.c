@@ -1,0 +1,374 @@
+/* Video decode through libavformat/libavcodec/libswscale (video_impl.h).
+ *
+ * One AVPacket and one AVFrame are allocated at open and reused; decoded
+ * frames are converted by swscale straight into the caller's pool frame
+ * (a format the decoder already produces is converted too: swscale copies
+ * it). Packets the decoder rejects, and frames it flags as damaged, are
+ * counted as corrupt; a rejected packet is skipped and decoding goes on
+ * with the next one, so one bad packet costs at most the frames that
+ * depend on it. Only a demuxer that cannot go on (I/O error after retries)
+ * ends the stream with an error. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/error.h"
+#include "io_impl.h"
+#include "video_impl.h"
+
+#ifdef PF_HAVE_FFMPEG
+
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/imgutils.h>
+#include <libavutil/opt.h>
+#include <libswscale/swscale.h>
+
+#include "ffmpeg_util.h"
+
+/* Consecutive demuxer errors tolerated before the input counts as broken. */
+#define MAX_DEMUX_ERRORS 64
+
+struct pf_ffdec {
+    char *name;
+    AVFormatContext *fmt;
+    AVCodecContext *dec;
+    AVPacket *pkt;
+    AVFrame *frame;
+    struct SwsContext *sws;
+    int stream;
+    AVRational time_base;
+    int out_w, out_h;
+    enum AVPixelFormat out_fmt;
+    bool draining, done;
+    uint64_t counted;       /* corrupt packets counted by status in this read */
+};
+
+pf_status pf_ff_fail(pf_status st, const char *name, const char *what, int err)
+{
+    char buf[AV_ERROR_MAX_STRING_SIZE] = {0};
+    av_strerror(err, buf, sizeof buf);
+    return pf_set_error(st, "%s: %s: %s", name, what, buf);
+}
+
+enum AVPixelFormat pf_ff_pixfmt(pf_pixfmt f)
+{
+    switch (f) {
+    case PF_PIXFMT_RGB24: return AV_PIX_FMT_RGB24;
+    case PF_PIXFMT_BGR24: return AV_PIX_FMT_BGR24;
+    case PF_PIXFMT_RGBA: return AV_PIX_FMT_RGBA;
+    case PF_PIXFMT_GRAY8: return AV_PIX_FMT_GRAY8;
+    case PF_PIXFMT_NV12: return AV_PIX_FMT_NV12;
+    case PF_PIXFMT_I420: return AV_PIX_FMT_YUV420P;
+    default: return AV_PIX_FMT_NONE;
+    }
+}
+
+/* Damage the demuxer resynchronises over (a dropped block, a file that ends
+ * inside a packet) shows only as an error in FFmpeg's log, on the thread
+ * that called it. So calls into FFmpeg made by a reader point this at the
+ * reader's counter, and the log callback counts errors logged meanwhile. */
+static _Thread_local uint64_t *tls_error_counter;
+
+/* FFmpeg logs through its own callback; route it to pixflow's log at debug
+ * level (FFmpeg's errors about a corrupt packet are expected here). */
+static void av_log_to_pf(void *avcl, int level, const char *fmt, va_list vl)
+{
+    (void)avcl;
+    if (level <= AV_LOG_ERROR && tls_error_counter) (*tls_error_counter)++;
+    if (level > AV_LOG_WARNING || pf_log_get_level() < PF_LOG_DEBUG) return;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, vl);
+    size_t n = strlen(line);
+    if (n && line[n - 1] == '\n') line[n - 1] = '\0';
+    pf_log(PF_LOG_DEBUG, "ffmpeg: %s", line);
+}
+
+void pf_ff_init_log(void)
+{
+    static int done;
+    if (!done) {
+        done = 1;
+        av_log_set_callback(av_log_to_pf);
+    }
+}
+
+static void copy_name(char *dst, size_t size, const char *src)
+{
+    snprintf(dst, size, "%s", src ? src : "");
+}
+
+pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_ffdec **out,
+                        pf_video_info *info)
+{
+    *out = NULL;
+    pf_ff_init_log();
+    pf_ffdec *d = calloc(1, sizeof *d);
+    if (!d) return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", name);
+    d->name = strdup(name);
+    d->stream = -1;
+    pf_status st = PF_OK;
+    const AVInputFormat *ifmt = NULL;
+    if (!d->name) {
+        st = pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", name);
+        goto fail;
+    }
+    if (p->container && p->container[0]) {
+        ifmt = av_find_input_format(p->container);
+        if (!ifmt) {
+            st = pf_set_error(PF_ERR_UNSUPPORTED, "%s: FFmpeg has no demuxer named '%s'", name,
+                              p->container);
+            goto fail;
+        }
+    }
+    const char *url = pf_io_is_std(p->path) ? "pipe:0" : p->path;
+    int err = avformat_open_input(&d->fmt, url, ifmt, NULL);
+    if (err < 0) {
+        st = pf_ff_fail(err == AVERROR(ENOENT) || err == AVERROR(EACCES) || err == AVERROR(EISDIR)
+                         ? PF_ERR_IO
+                         : PF_ERR_FORMAT,
+                     name, "cannot open", err);
+        goto fail;
+    }
+    err = avformat_find_stream_info(d->fmt, NULL);
+    if (err < 0) {
+        st = pf_ff_fail(PF_ERR_FORMAT, name, "cannot read stream info", err);
+        goto fail;
+    }
+    const AVCodec *codec = NULL;
+    d->stream = av_find_best_stream(d->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+    if (d->stream == AVERROR_STREAM_NOT_FOUND) {
+        st = pf_set_error(PF_ERR_FORMAT, "%s: no video stream", name);
+        goto fail;
+    }
+    if (d->stream < 0 || !codec) {
+        AVStream *s0 = d->stream >= 0 ? d->fmt->streams[d->stream] : NULL;
+        st = pf_set_error(PF_ERR_UNSUPPORTED, "%s: no decoder for the video codec %s", name,
+                          s0 ? avcodec_get_name(s0->codecpar->codec_id) : "(unknown)");
+        goto fail;
+    }
+    AVStream *vs = d->fmt->streams[d->stream];
+    d->dec = avcodec_alloc_context3(codec);
+    d->pkt = av_packet_alloc();
+    d->frame = av_frame_alloc();
+    if (!d->dec || !d->pkt || !d->frame) {
+        st = pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", name);
+        goto fail;
+    }
+    err = avcodec_parameters_to_context(d->dec, vs->codecpar);
+    if (err < 0) {
+        st = pf_ff_fail(PF_ERR_FORMAT, name, "bad codec parameters", err);
+        goto fail;
+    }
+    d->dec->thread_count = p->threads > 0 ? p->threads : 0;
+    d->dec->pkt_timebase = vs->time_base;
+    /* Report damage as errors (the packet is then skipped and counted)
+     * instead of concealing it silently. */
+    d->dec->err_recognition |= AV_EF_EXPLODE;
+    err = avcodec_open2(d->dec, codec, NULL);
+    if (err < 0) {
+        st = pf_ff_fail(PF_ERR_UNSUPPORTED, name, "cannot open the decoder", err);
+        goto fail;
+    }
+    if (d->dec->width <= 0 || d->dec->height <= 0 || d->dec->width > PF_FRAME_MAX_DIM ||
+        d->dec->height > PF_FRAME_MAX_DIM) {
+        st = pf_set_error(PF_ERR_FORMAT, "%s: video size %dx%d is out of range (1..%d)", name,
+                          d->dec->width, d->dec->height, PF_FRAME_MAX_DIM);
+        goto fail;
+    }
+    d->time_base = vs->time_base;
+    info->width = d->out_w = d->dec->width;
+    info->height = d->out_h = d->dec->height;
+    AVRational fr = av_guess_frame_rate(d->fmt, vs, NULL);
+    info->fps = fr.num > 0 && fr.den > 0 ? (pf_rational){fr.num, fr.den} : (pf_rational){0, 0};
+    info->time_base = (pf_rational){vs->time_base.num, vs->time_base.den};
+    info->frame_count = vs->nb_frames > 0 ? vs->nb_frames : -1;
+    info->duration_s = -1;
+    if (vs->duration > 0)
+        info->duration_s = (double)vs->duration * av_q2d(vs->time_base);
+    else if (d->fmt->duration > 0)
+        info->duration_s = (double)d->fmt->duration / AV_TIME_BASE;
+    if (info->frame_count < 0 && info->duration_s > 0 && fr.num > 0)
+        info->frame_count = (int64_t)(info->duration_s * av_q2d(fr) + 0.5);
+    copy_name(info->codec, sizeof info->codec, avcodec_get_name(vs->codecpar->codec_id));
+    copy_name(info->container, sizeof info->container, d->fmt->iformat->name);
+    snprintf(info->decoder, sizeof info->decoder, "%s (cpu)", codec->name);
+    info->hw_decode = false;
+    *out = d;
+    return PF_OK;
+fail:
+    pf_ffdec_close(&d);
+    return st;
+}
+
+void pf_ffdec_close(pf_ffdec **pd)
+{
+    if (!pd || !*pd) return;
+    pf_ffdec *d = *pd;
+    *pd = NULL;
+    sws_freeContext(d->sws);
+    av_frame_free(&d->frame);
+    av_packet_free(&d->pkt);
+    avcodec_free_context(&d->dec);
+    avformat_close_input(&d->fmt);
+    free(d->name);
+    free(d);
+}
+
+static int sws_cs(enum AVColorSpace cs)
+{
+    switch (cs) {
+    case AVCOL_SPC_BT709: return SWS_CS_ITU709;
+    case AVCOL_SPC_BT2020_NCL:
+    case AVCOL_SPC_BT2020_CL: return SWS_CS_BT2020;
+    case AVCOL_SPC_SMPTE240M: return SWS_CS_SMPTE240M;
+    default: return SWS_CS_ITU601;
+    }
+}
+
+/* Converts d->frame into dst (output format and size). */
+static pf_status convert(pf_ffdec *d, pf_frame *dst)
+{
+    AVFrame *fr = d->frame;
+    enum AVPixelFormat out_fmt = pf_ff_pixfmt(dst->format);
+    d->sws = sws_getCachedContext(d->sws, fr->width, fr->height, (enum AVPixelFormat)fr->format,
+                                  dst->width, dst->height, out_fmt,
+                                  SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, NULL, NULL,
+                                  NULL);
+    if (!d->sws)
+        return pf_set_error(PF_ERR_UNSUPPORTED, "%s: swscale cannot convert %s %dx%d to %s",
+                            d->name, av_get_pix_fmt_name((enum AVPixelFormat)fr->format),
+                            fr->width, fr->height, av_get_pix_fmt_name(out_fmt));
+    int src_range = fr->color_range == AVCOL_RANGE_JPEG ? 1 : 0;
+    /* yuvj* formats are full range whatever the frame says. */
+    enum AVPixelFormat f = (enum AVPixelFormat)fr->format;
+    if (f == AV_PIX_FMT_YUVJ420P || f == AV_PIX_FMT_YUVJ422P || f == AV_PIX_FMT_YUVJ444P)
+        src_range = 1;
+    bool out_yuv = dst->format == PF_PIXFMT_NV12 || dst->format == PF_PIXFMT_I420;
+    const int *coef = sws_getCoefficients(sws_cs(fr->colorspace));
+    sws_setColorspaceDetails(d->sws, coef, src_range, coef, out_yuv ? src_range : 1, 0, 1 << 16,
+                             1 << 16);
+    uint8_t *data[4] = {dst->data[0], dst->data[1], dst->data[2], NULL};
+    int lines[4] = {(int)dst->stride[0], (int)dst->stride[1], (int)dst->stride[2], 0};
+    sws_scale(d->sws, (const uint8_t *const *)fr->data, fr->linesize, 0, fr->height, data, lines);
+    return PF_OK;
+}
+
+static bool frame_damaged(const AVFrame *fr)
+{
+#ifdef AV_FRAME_FLAG_CORRUPT
+    if (fr->flags & AV_FRAME_FLAG_CORRUPT) return true;
+#endif
+    return fr->decode_error_flags != 0;
+}
+
+static pf_status read_frame(pf_ffdec *d, pf_frame *dst, pf_video_reader_stats *stats);
+
+pf_status pf_ffdec_read(pf_ffdec *d, pf_frame *dst, pf_video_reader_stats *stats)
+{
+    if (d->done) return PF_EOF;
+    uint64_t logged = 0;
+    tls_error_counter = &logged;
+    pf_status st = read_frame(d, dst, stats);
+    tls_error_counter = NULL;
+    /* Errors already counted as rejected packets are not counted twice. */
+    if (logged > d->counted) stats->corrupt_packets += logged - d->counted;
+    d->counted = 0;
+    return st;
+}
+
+static pf_status read_frame(pf_ffdec *d, pf_frame *dst, pf_video_reader_stats *stats)
+{
+    int demux_errors = 0;
+    for (;;) {
+        int err = avcodec_receive_frame(d->dec, d->frame);
+        if (err == 0) {
+            if (frame_damaged(d->frame)) {
+                stats->corrupt_packets++;
+                d->counted++;
+            }
+            pf_status st = convert(d, dst);
+            int64_t ts = d->frame->best_effort_timestamp;
+            av_frame_unref(d->frame);
+            if (st != PF_OK) return st;
+            dst->pts = ts == AV_NOPTS_VALUE ? PF_NOPTS : ts;
+            dst->time_base = (pf_rational){d->time_base.num, d->time_base.den};
+            return PF_OK;
+        }
+        if (err == AVERROR_EOF) {
+            d->done = true;
+            return PF_EOF;
+        }
+        if (err != AVERROR(EAGAIN)) {
+            /* A decoder error while receiving: the frame is lost; go on. */
+            stats->corrupt_packets++;
+            d->counted++;
+            if (d->draining) {
+                d->done = true;
+                return PF_EOF;
+            }
+            continue;
+        }
+        if (d->draining) {
+            /* EAGAIN while draining should not happen; end rather than spin. */
+            d->done = true;
+            return PF_EOF;
+        }
+        err = av_read_frame(d->fmt, d->pkt);
+        if (err == AVERROR_EOF || (err < 0 && avio_feof(d->fmt->pb))) {
+            d->draining = true;
+            avcodec_send_packet(d->dec, NULL);
+            continue;
+        }
+        if (err < 0) {
+            if (err == AVERROR(EAGAIN)) continue;
+            stats->corrupt_packets++;
+            d->counted++;
+            if (++demux_errors > MAX_DEMUX_ERRORS)
+                return pf_ff_fail(PF_ERR_IO, d->name, "reading packets failed repeatedly", err);
+            continue;
+        }
+        demux_errors = 0;
+        if (d->pkt->stream_index != d->stream) {
+            av_packet_unref(d->pkt);
+            continue;
+        }
+        stats->packets++;
+        if (d->pkt->flags & AV_PKT_FLAG_CORRUPT) {
+            stats->corrupt_packets++;
+            d->counted++;
+        }
+        err = avcodec_send_packet(d->dec, d->pkt);
+        av_packet_unref(d->pkt);
+        if (err < 0 && err != AVERROR(EAGAIN)) {
+            stats->corrupt_packets++; /* skipped */
+            d->counted++;
+        }
+    }
+}
+
+#else /* !PF_HAVE_FFMPEG */
+
+pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_ffdec **out,
+                        pf_video_info *info)
+{
+    (void)p, (void)info;
+    *out = NULL;
+    return pf_set_error(PF_ERR_UNSUPPORTED,
+                        "%s: pixflow was built without FFmpeg: only .y4m and raw video can be "
+                        "read",
+                        name);
+}
+
+pf_status pf_ffdec_read(pf_ffdec *d, pf_frame *dst, pf_video_reader_stats *stats)
+{
+    (void)d, (void)dst, (void)stats;
+    return pf_set_error(PF_ERR_UNSUPPORTED, "pixflow was built without FFmpeg");
+}
+
+void pf_ffdec_close(pf_ffdec **d)
+{
+    if (d) *d = NULL;
+}
+
+#endif

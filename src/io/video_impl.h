@@ -1,0 +1,32 @@
+/* Private: the FFmpeg side of pf_video_reader / pf_video_writer
+ * (video_ffmpeg.c, video_ffmpeg_enc.c). Without FFmpeg in the build the
+ * open calls return PF_ERR_UNSUPPORTED "built without FFmpeg". */
+#ifndef PF_IO_VIDEO_IMPL_H
+#define PF_IO_VIDEO_IMPL_H
+
+#include "pixflow/io.h"
+
+typedef struct pf_ffdec pf_ffdec;
+
+/* Opens p->path (name: for messages) and its best video stream's decoder;
+ * fills info (width, height, fps, time base, counts, names; info->format is
+ * set by the caller). */
+pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_ffdec **out,
+                        pf_video_info *info);
+/* Decodes the next frame into dst (a host frame of the output format at
+ * info's size), setting dst->pts and dst->time_base. PF_EOF at the end.
+ * Counts packets and corrupt packets into *stats. */
+pf_status pf_ffdec_read(pf_ffdec *d, pf_frame *dst, pf_video_reader_stats *stats);
+void pf_ffdec_close(pf_ffdec **d);
+
+typedef struct pf_ffenc pf_ffenc;
+
+pf_status pf_ffenc_open(const pf_video_writer_params *p, const char *name, pf_ffenc **out);
+/* Encodes f (p->input_format, p's size) with presentation time `pts` in
+ * units of 1/fps. */
+pf_status pf_ffenc_write(pf_ffenc *e, const pf_frame *f, int64_t pts);
+/* Flush, trailer, close the file. */
+pf_status pf_ffenc_finish(pf_ffenc *e);
+void pf_ffenc_free(pf_ffenc **e);
+
+#endif

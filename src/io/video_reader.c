@@ -1,0 +1,375 @@
+/* pf_video_reader: Y4M and raw streams read here, other containers through
+ * FFmpeg (video_ffmpeg.c); all hand out frames from one fixed pool.
+ *
+ * Design. The pool (pipeline/frame_pool.h) is made once, at create, with
+ * the output format and size, so read() allocates nothing: it takes a free
+ * pool frame, fills it and gives the caller the only reference; the frame
+ * returns to the pool when the caller unrefs it, and the pool outlives the
+ * reader while frames are out. Y4M/raw frames whose stored layout differs
+ * from the wanted format are read into one scratch frame and converted with
+ * pf_ops_convert on a CPU stream (both made once, at create). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/error.h"
+#include "../pipeline/frame_pool.h"
+#include "io_impl.h"
+#include "pixflow/ops.h"
+#include "video_impl.h"
+#include "y4m.h"
+
+typedef enum { SRC_Y4M, SRC_RAW, SRC_FFMPEG } src_kind;
+
+struct pf_video_reader {
+    src_kind kind;
+    char *name;                 /* for messages */
+    FILE *fp;                   /* Y4M / raw */
+    bool own_fp;
+    pf_y4m_header y4m;
+    pf_pixfmt stored;           /* layout read from the stream (Y4M: I420/GRAY8) */
+    pf_frame scratch;           /* stored layout, when it differs from the output */
+    uint8_t *chroma_scratch;    /* Y4M 4:2:2 / 4:4:4 */
+    pf_stream *stream;          /* conversions */
+    pf_ops *ops;
+    pf_ffdec *ff;
+    pf_frame_pool *pool;
+    int64_t pool_timeout_us;
+    pf_video_info info;
+    pf_video_reader_stats stats;
+    int64_t next_index;
+    bool eof;
+    pf_status failed;           /* sticky error of the input */
+};
+
+pf_video_reader_params pf_video_reader_params_default(void)
+{
+    pf_video_reader_params p;
+    memset(&p, 0, sizeof p);
+    p.format = PF_PIXFMT_NONE;
+    p.pool_size = 8;
+    p.pool_timeout_us = -1;
+    p.domain = PF_MEM_HOST;
+    p.raw_fps = (pf_rational){30, 1};
+    return p;
+}
+
+bool pf_io_have_ffmpeg(void)
+{
+#ifdef PF_HAVE_FFMPEG
+    return true;
+#else
+    return false;
+#endif
+}
+
+static bool out_format_ok(pf_pixfmt f)
+{
+    return f == PF_PIXFMT_NV12 || f == PF_PIXFMT_I420 || f == PF_PIXFMT_RGB24 ||
+           f == PF_PIXFMT_BGR24 || f == PF_PIXFMT_RGBA || f == PF_PIXFMT_GRAY8;
+}
+
+static bool file_is_y4m(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return false;
+    char magic[10] = {0};
+    size_t n = fread(magic, 1, sizeof magic, fp);
+    fclose(fp);
+    return n == sizeof magic && memcmp(magic, "YUV4MPEG2", 9) == 0 &&
+           (magic[9] == ' ' || magic[9] == '\n');
+}
+
+static pf_status pick_kind(const pf_video_reader_params *p, src_kind *kind)
+{
+    const char *c = p->container;
+    if (c && c[0]) {
+        if (strcmp(c, "y4m") == 0 || strcmp(c, "yuv4mpegpipe") == 0)
+            *kind = SRC_Y4M;
+        else if (strcmp(c, "raw") == 0 || strcmp(c, "rawvideo") == 0)
+            *kind = SRC_RAW;
+        else
+            *kind = SRC_FFMPEG;
+        return PF_OK;
+    }
+    if (pf_io_is_std(p->path) || pf_io_has_ext(p->path, ".y4m") || file_is_y4m(p->path))
+        *kind = SRC_Y4M;
+    else if (pf_io_has_ext(p->path, ".raw") || pf_io_has_ext(p->path, ".yuv"))
+        *kind = SRC_RAW;
+    else
+        *kind = SRC_FFMPEG;
+    return PF_OK;
+}
+
+/* Conversion context for stored -> output (CPU). */
+static pf_status make_converter(pf_video_reader *r)
+{
+    pf_status st = pf_stream_create(NULL, &r->stream);
+    if (st != PF_OK) return st;
+    pf_ops_params op = pf_ops_params_default();
+    op.stream = r->stream;
+    st = pf_ops_create(&op, &r->ops);
+    if (st != PF_OK) return st;
+    return pf_frame_alloc(&r->scratch, r->stored, r->info.width, r->info.height, NULL, NULL);
+}
+
+static pf_status open_file(pf_video_reader *r, const char *path)
+{
+    if (pf_io_is_std(path)) {
+        r->fp = stdin;
+        return PF_OK;
+    }
+    r->fp = fopen(path, "rb");
+    if (!r->fp) return pf_io_errno("open", path, errno);
+    r->own_fp = true;
+    return PF_OK;
+}
+
+static pf_status open_y4m(pf_video_reader *r, const pf_video_reader_params *p)
+{
+    pf_status st = open_file(r, p->path);
+    if (st != PF_OK) return st;
+    st = pf_y4m_read_header(r->fp, r->name, &r->y4m);
+    if (st != PF_OK) return st;
+    pf_y4m_header *h = &r->y4m;
+    r->info.width = h->width;
+    r->info.height = h->height;
+    r->stored = h->chroma == PF_Y4M_MONO ? PF_PIXFMT_GRAY8 : PF_PIXFMT_I420;
+    if (h->fps.num > 0) {
+        r->info.fps = h->fps;
+        r->info.time_base = (pf_rational){h->fps.den, h->fps.num};
+    } else {
+        r->info.time_base = (pf_rational){1, 1}; /* pts = frame number */
+    }
+    if (h->chroma == PF_Y4M_422 || h->chroma == PF_Y4M_444) {
+        PF_LOGI("%s: Y4M C%s chroma is averaged down to 4:2:0", r->name, h->chroma_tag);
+        size_t chroma = pf_y4m_payload_size(h) - (size_t)h->width * (size_t)h->height;
+        r->chroma_scratch = malloc(chroma);
+        if (!r->chroma_scratch) return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", r->name);
+    }
+    /* Frame count from the file size when the file is seekable and every
+     * FRAME line is the bare "FRAME\n" (an estimate otherwise). */
+    r->info.frame_count = -1;
+    if (r->own_fp) {
+        long here = ftell(r->fp);
+        if (here >= 0 && fseek(r->fp, 0, SEEK_END) == 0) {
+            long end = ftell(r->fp);
+            size_t per = pf_y4m_payload_size(h) + 6;
+            if (end >= here && per > 0) r->info.frame_count = (int64_t)((size_t)(end - here) / per);
+            fseek(r->fp, here, SEEK_SET);
+        }
+    }
+    snprintf(r->info.codec, sizeof r->info.codec, "rawvideo");
+    snprintf(r->info.container, sizeof r->info.container, "y4m");
+    snprintf(r->info.decoder, sizeof r->info.decoder, "y4m C%s (cpu)", h->chroma_tag);
+    return PF_OK;
+}
+
+static pf_status open_raw(pf_video_reader *r, const pf_video_reader_params *p)
+{
+    if (p->raw_width <= 0 || p->raw_height <= 0 || p->raw_width > PF_FRAME_MAX_DIM ||
+        p->raw_height > PF_FRAME_MAX_DIM)
+        return pf_set_error(PF_ERR_INVALID,
+                            "pf_video_reader_create: %s: raw input needs raw_width and raw_height "
+                            "in 1..%d (got %dx%d)",
+                            r->name, PF_FRAME_MAX_DIM, p->raw_width, p->raw_height);
+    if (!out_format_ok(p->raw_format))
+        return pf_set_error(PF_ERR_INVALID,
+                            "pf_video_reader_create: %s: raw_format %s is not a frame format",
+                            r->name, pf_pixfmt_name(p->raw_format));
+    if (p->raw_fps.num <= 0 || p->raw_fps.den <= 0)
+        return pf_set_error(PF_ERR_INVALID, "pf_video_reader_create: %s: raw_fps %d/%d",
+                            r->name, p->raw_fps.num, p->raw_fps.den);
+    pf_status st = open_file(r, p->path);
+    if (st != PF_OK) return st;
+    r->info.width = p->raw_width;
+    r->info.height = p->raw_height;
+    r->info.fps = p->raw_fps;
+    r->info.time_base = (pf_rational){p->raw_fps.den, p->raw_fps.num};
+    r->stored = p->raw_format;
+    r->info.frame_count = -1;
+    size_t total = 0;
+    size_t strides[PF_FRAME_MAX_PLANES], offsets[PF_FRAME_MAX_PLANES];
+    pf_frame_layout(r->stored, r->info.width, r->info.height, 1, strides, offsets, &total);
+    if (r->own_fp && total > 0 && fseek(r->fp, 0, SEEK_END) == 0) {
+        long end = ftell(r->fp);
+        if (end >= 0) r->info.frame_count = (int64_t)((size_t)end / total);
+        fseek(r->fp, 0, SEEK_SET);
+    }
+    snprintf(r->info.codec, sizeof r->info.codec, "rawvideo");
+    snprintf(r->info.container, sizeof r->info.container, "raw");
+    snprintf(r->info.decoder, sizeof r->info.decoder, "raw %s (cpu)", pf_pixfmt_name(r->stored));
+    return PF_OK;
+}
+
+pf_status pf_video_reader_create(const pf_video_reader_params *p, pf_video_reader **out)
+{
+    PF_CHECK_ARG(out, "pf_video_reader_create", "out is NULL");
+    *out = NULL;
+    PF_CHECK_ARG(p, "pf_video_reader_create", "params are NULL");
+    PF_CHECK_ARG(p->path && p->path[0], "pf_video_reader_create", "path is NULL or empty");
+    const char *name = pf_io_in_name(p->path);
+    if (p->format != PF_PIXFMT_NONE && !out_format_ok(p->format))
+        return pf_set_error(PF_ERR_INVALID, "pf_video_reader_create: %s: output format %s",
+                            name, pf_pixfmt_name(p->format));
+    if (p->pool_size < 1 || p->pool_size > 4096)
+        return pf_set_error(PF_ERR_INVALID,
+                            "pf_video_reader_create: %s: pool_size %d is out of range 1..4096",
+                            name, p->pool_size);
+    if (p->domain != PF_MEM_HOST && p->domain != PF_MEM_PINNED)
+        return pf_set_error(PF_ERR_INVALID,
+                            "pf_video_reader_create: %s: pool domain must be host or pinned "
+                            "(decoders write with the CPU)",
+                            name);
+    pf_video_reader *r = calloc(1, sizeof *r);
+    if (!r) return pf_set_error(PF_ERR_NOMEM, "pf_video_reader_create: out of host memory");
+    r->name = strdup(name);
+    r->pool_timeout_us = p->pool_timeout_us;
+    pf_status st = r->name ? PF_OK : pf_set_error(PF_ERR_NOMEM, "out of host memory");
+    if (st == PF_OK) st = pick_kind(p, &r->kind);
+    if (st == PF_OK) {
+        switch (r->kind) {
+        case SRC_Y4M: st = open_y4m(r, p); break;
+        case SRC_RAW: st = open_raw(r, p); break;
+        case SRC_FFMPEG:
+            st = pf_ffdec_open(p, r->name, &r->ff, &r->info);
+            r->stored = PF_PIXFMT_NONE;
+            break;
+        }
+    }
+    if (st == PF_OK) {
+        pf_pixfmt f = p->format;
+        if (f == PF_PIXFMT_NONE)
+            f = r->stored == PF_PIXFMT_GRAY8 && r->kind == SRC_Y4M ? PF_PIXFMT_GRAY8
+                                                                   : PF_PIXFMT_I420;
+        r->info.format = f;
+        if (r->kind != SRC_FFMPEG && r->stored != f) st = make_converter(r);
+    }
+    if (st == PF_OK) {
+        pf_frame_pool_params pp = {.format = r->info.format,
+                                   .width = r->info.width,
+                                   .height = r->info.height,
+                                   .count = p->pool_size,
+                                   .device = p->device,
+                                   .domain = p->domain,
+                                   .name = r->name};
+        st = pf_frame_pool_create(&pp, &r->pool);
+    }
+    if (st == PF_OK && p->prefer_device)
+        PF_LOGI("%s: NVDEC decode is not available yet: decoding on the CPU (%s)", r->name,
+                r->info.decoder);
+    if (st != PF_OK) {
+        pf_video_reader_destroy(&r);
+        return st;
+    }
+    *out = r;
+    return PF_OK;
+}
+
+void pf_video_reader_destroy(pf_video_reader **pr)
+{
+    if (!pr || !*pr) return;
+    pf_video_reader *r = *pr;
+    *pr = NULL;
+    pf_ffdec_close(&r->ff);
+    if (r->own_fp && r->fp) fclose(r->fp);
+    pf_frame_pool_destroy(&r->pool);
+    pf_frame_unref(&r->scratch);
+    pf_ops_destroy(&r->ops);
+    pf_stream_destroy(&r->stream);
+    free(r->chroma_scratch);
+    free(r->name);
+    free(r);
+}
+
+pf_status pf_video_reader_info(const pf_video_reader *r, pf_video_info *out)
+{
+    PF_CHECK_ARG(r && out, "pf_video_reader_info", "reader or out is NULL");
+    *out = r->info;
+    return PF_OK;
+}
+
+pf_status pf_video_reader_get_stats(const pf_video_reader *r, pf_video_reader_stats *out)
+{
+    PF_CHECK_ARG(r && out, "pf_video_reader_get_stats", "reader or out is NULL");
+    *out = r->stats;
+    return PF_OK;
+}
+
+/* GRAY8 -> I420/NV12 keeps the luma exactly and sets neutral chroma (a
+ * colour conversion would map gray to limited-range Y). */
+static void mono_to_yuv(const pf_frame *src, pf_frame *dst)
+{
+    for (int y = 0; y < src->height; y++)
+        memcpy(dst->data[0] + (size_t)y * dst->stride[0], src->data[0] + (size_t)y * src->stride[0],
+               (size_t)src->width);
+    size_t cw = (size_t)(src->width + 1) / 2, ch = (size_t)(src->height + 1) / 2;
+    size_t bytes = dst->format == PF_PIXFMT_NV12 ? 2 * cw : cw;
+    for (int pl = 1; pl < dst->num_planes; pl++)
+        for (size_t y = 0; y < ch; y++) memset(dst->data[pl] + y * dst->stride[pl], 128, bytes);
+}
+
+static pf_status read_stream(pf_video_reader *r, pf_frame *f)
+{
+    pf_frame *dst = r->scratch.buf[0] ? &r->scratch : f;
+    pf_status st = r->kind == SRC_Y4M
+                       ? pf_y4m_read_frame(r->fp, r->name, &r->y4m, r->next_index,
+                                           r->chroma_scratch, dst)
+                       : pf_raw_read_frame(r->fp, r->name, r->next_index, dst);
+    if (st != PF_OK) return st;
+    r->stats.packets++;
+    if (dst == f) return PF_OK;
+    if (r->stored == PF_PIXFMT_GRAY8 &&
+        (f->format == PF_PIXFMT_I420 || f->format == PF_PIXFMT_NV12)) {
+        mono_to_yuv(dst, f);
+        return PF_OK;
+    }
+    st = pf_ops_convert(r->ops, dst, f, NULL);
+    if (st == PF_OK) st = pf_stream_synchronize(r->stream);
+    return st;
+}
+
+pf_status pf_video_reader_read(pf_video_reader *r, pf_frame *out)
+{
+    PF_CHECK_ARG(r && out, "pf_video_reader_read", "reader or out is NULL");
+    memset(out, 0, sizeof *out);
+    if (r->failed != PF_OK)
+        return pf_set_error(r->failed, "%s: the input failed earlier; no more frames", r->name);
+    if (r->eof) return PF_EOF;
+    pf_frame f = {0};
+    pf_status st = pf_frame_pool_acquire(r->pool, 0, &f);
+    if (st == PF_AGAIN) {
+        r->stats.pool_waits++;
+        if (r->pool_timeout_us == 0)
+            st = PF_TIMEOUT;
+        else
+            st = pf_frame_pool_acquire(r->pool, r->pool_timeout_us, &f);
+    }
+    if (st == PF_TIMEOUT || st == PF_AGAIN)
+        return pf_set_error(PF_ERR_BUSY,
+                            "%s: all %d pool frames are still referenced (unref frames or raise "
+                            "pool_size)",
+                            r->name, pf_frame_pool_count(r->pool));
+    if (st != PF_OK) return st;
+    if (r->kind == SRC_FFMPEG) {
+        st = pf_ffdec_read(r->ff, &f, &r->stats);
+    } else {
+        st = read_stream(r, &f);
+        if (st == PF_OK) {
+            f.time_base = r->info.time_base;
+            f.pts = r->next_index;
+        }
+    }
+    if (st != PF_OK) {
+        pf_frame_unref(&f);
+        if (st == PF_EOF)
+            r->eof = true;
+        else if (st < 0)
+            r->failed = st;
+        return st;
+    }
+    f.index = r->next_index++;
+    r->stats.frames++;
+    *out = f;
+    return PF_OK;
+}

@@ -1,0 +1,250 @@
+/* pf_video_writer: Y4M and raw written here, other containers through FFmpeg
+ * (video_ffmpeg_enc.c). Timestamps are decided here for all of them (io.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/error.h"
+#include "io_impl.h"
+#include "pixflow/ops.h"
+#include "video_impl.h"
+#include "y4m.h"
+
+typedef enum { DST_Y4M, DST_RAW, DST_FFMPEG } dst_kind;
+
+struct pf_video_writer {
+    dst_kind kind;
+    char *name;
+    char *path;
+    FILE *fp;
+    bool own_fp;
+    pf_ffenc *ff;
+    int width, height;
+    pf_rational fps;
+    pf_pixfmt input_format;
+    pf_pixfmt y4m_format;       /* I420 or GRAY8 */
+    pf_frame scratch;           /* Y4M: input converted to y4m_format */
+    pf_stream *stream;
+    pf_ops *ops;
+    int64_t frames;
+    int64_t last_pts;           /* in 1/fps units */
+    bool closed;
+    pf_status failed;
+};
+
+pf_video_writer_params pf_video_writer_params_default(void)
+{
+    pf_video_writer_params p;
+    memset(&p, 0, sizeof p);
+    p.fps = (pf_rational){30, 1};
+    p.input_format = PF_PIXFMT_NONE;
+    p.codec = "libx264";
+    p.crf = 23;
+    p.preset = "medium";
+    return p;
+}
+
+static bool in_format_ok(pf_pixfmt f)
+{
+    return f == PF_PIXFMT_NV12 || f == PF_PIXFMT_I420 || f == PF_PIXFMT_RGB24 ||
+           f == PF_PIXFMT_BGR24 || f == PF_PIXFMT_RGBA || f == PF_PIXFMT_GRAY8;
+}
+
+static dst_kind pick_kind(const pf_video_writer_params *p)
+{
+    const char *c = p->container;
+    if (c && c[0]) {
+        if (strcmp(c, "y4m") == 0 || strcmp(c, "yuv4mpegpipe") == 0) return DST_Y4M;
+        if (strcmp(c, "raw") == 0 || strcmp(c, "rawvideo") == 0) return DST_RAW;
+        return DST_FFMPEG;
+    }
+    if (pf_io_is_std(p->path) || pf_io_has_ext(p->path, ".y4m")) return DST_Y4M;
+    if (pf_io_has_ext(p->path, ".raw") || pf_io_has_ext(p->path, ".yuv")) return DST_RAW;
+    return DST_FFMPEG;
+}
+
+static pf_status open_file(pf_video_writer *w, const char *path)
+{
+    if (pf_io_is_std(path)) {
+        w->fp = stdout;
+        return PF_OK;
+    }
+    w->fp = fopen(path, "wb");
+    if (!w->fp) return pf_io_errno("create", path, errno);
+    w->own_fp = true;
+    return PF_OK;
+}
+
+static pf_status open_y4m(pf_video_writer *w)
+{
+    pf_status st = open_file(w, w->path);
+    if (st != PF_OK) return st;
+    w->y4m_format = w->input_format == PF_PIXFMT_GRAY8 ? PF_PIXFMT_GRAY8 : PF_PIXFMT_I420;
+    if (w->input_format != w->y4m_format) {
+        st = pf_stream_create(NULL, &w->stream);
+        pf_ops_params op = pf_ops_params_default();
+        op.stream = w->stream;
+        if (st == PF_OK) st = pf_ops_create(&op, &w->ops);
+        if (st == PF_OK)
+            st = pf_frame_alloc(&w->scratch, w->y4m_format, w->width, w->height, NULL, NULL);
+        if (st != PF_OK) return st;
+    }
+    return pf_y4m_write_header(w->fp, w->name, w->width, w->height, w->fps,
+                               w->y4m_format == PF_PIXFMT_GRAY8);
+}
+
+pf_status pf_video_writer_create(const pf_video_writer_params *p, pf_video_writer **out)
+{
+    PF_CHECK_ARG(out, "pf_video_writer_create", "out is NULL");
+    *out = NULL;
+    PF_CHECK_ARG(p, "pf_video_writer_create", "params are NULL");
+    PF_CHECK_ARG(p->path && p->path[0], "pf_video_writer_create", "path is NULL or empty");
+    const char *name = pf_io_out_name(p->path);
+    if (p->width <= 0 || p->height <= 0 || p->width > PF_FRAME_MAX_DIM ||
+        p->height > PF_FRAME_MAX_DIM)
+        return pf_set_error(PF_ERR_INVALID,
+                            "pf_video_writer_create: %s: size %dx%d is out of range (1..%d)", name,
+                            p->width, p->height, PF_FRAME_MAX_DIM);
+    if (!in_format_ok(p->input_format))
+        return pf_set_error(PF_ERR_INVALID,
+                            "pf_video_writer_create: %s: input_format %s (expected rgb24, bgr24, "
+                            "rgba, gray8, nv12 or i420)",
+                            name, pf_pixfmt_name(p->input_format));
+    if (p->fps.num <= 0 || p->fps.den <= 0)
+        return pf_set_error(PF_ERR_INVALID, "pf_video_writer_create: %s: fps %d/%d", name,
+                            p->fps.num, p->fps.den);
+    pf_video_writer *w = calloc(1, sizeof *w);
+    if (!w) return pf_set_error(PF_ERR_NOMEM, "pf_video_writer_create: out of host memory");
+    w->name = strdup(name);
+    w->path = strdup(p->path);
+    w->width = p->width;
+    w->height = p->height;
+    w->fps = p->fps;
+    w->input_format = p->input_format;
+    w->last_pts = -1;
+    w->kind = pick_kind(p);
+    pf_status st = w->name && w->path ? PF_OK : pf_set_error(PF_ERR_NOMEM, "out of host memory");
+    if (st == PF_OK) {
+        switch (w->kind) {
+        case DST_Y4M: st = open_y4m(w); break;
+        case DST_RAW: st = open_file(w, w->path); break;
+        case DST_FFMPEG: st = pf_ffenc_open(p, w->name, &w->ff); break;
+        }
+    }
+    if (st != PF_OK) {
+        bool made_file = w->own_fp;
+        w->closed = true;
+        pf_video_writer_destroy(&w);
+        if (made_file) unlink(p->path);
+        return st;
+    }
+    *out = w;
+    return PF_OK;
+}
+
+static int64_t pick_pts(pf_video_writer *w, const pf_frame *f)
+{
+    int64_t next = w->last_pts + 1;
+    if (f->pts == PF_NOPTS || f->time_base.num <= 0 || f->time_base.den <= 0) return next;
+    double t = (double)f->pts * f->time_base.num * w->fps.num /
+               ((double)f->time_base.den * w->fps.den);
+    if (!(t > -9e15 && t < 9e15)) return next;
+    int64_t pts = (int64_t)(t < 0 ? t - 0.5 : t + 0.5);
+    return pts > w->last_pts ? pts : next;
+}
+
+static pf_status check_frame(const pf_video_writer *w, const pf_frame *f)
+{
+    if (!f) return pf_set_error(PF_ERR_INVALID, "pf_video_writer_write: %s: frame is NULL", w->name);
+    if (f->format != w->input_format || f->width != w->width || f->height != w->height)
+        return pf_set_error(PF_ERR_INVALID,
+                            "pf_video_writer_write: %s: frame %lld is %s %dx%d, the writer takes "
+                            "%s %dx%d",
+                            w->name, (long long)w->frames, pf_pixfmt_name(f->format), f->width,
+                            f->height, pf_pixfmt_name(w->input_format), w->width, w->height);
+    for (int i = 0; i < pf_pixfmt_num_planes(f->format); i++)
+        if (!f->data[i])
+            return pf_set_error(PF_ERR_INVALID, "pf_video_writer_write: %s: plane %d is NULL",
+                                w->name, i);
+    if (!pf_io_host_frame(f))
+        return pf_set_error(PF_ERR_INVALID,
+                            "pf_video_writer_write: %s: the frame is in device memory; copy it "
+                            "to the host first",
+                            w->name);
+    return PF_OK;
+}
+
+pf_status pf_video_writer_write(pf_video_writer *w, const pf_frame *f)
+{
+    PF_CHECK_ARG(w, "pf_video_writer_write", "writer is NULL");
+    if (w->closed)
+        return pf_set_error(PF_ERR_CLOSED, "pf_video_writer_write: %s: the writer is closed",
+                            w->name);
+    if (w->failed != PF_OK)
+        return pf_set_error(w->failed, "pf_video_writer_write: %s: an earlier write failed",
+                            w->name);
+    pf_status st = check_frame(w, f);
+    if (st != PF_OK) return st;
+    int64_t pts = pick_pts(w, f);
+    switch (w->kind) {
+    case DST_Y4M: {
+        const pf_frame *src = f;
+        if (w->ops) {
+            st = pf_ops_convert(w->ops, f, &w->scratch, NULL);
+            if (st == PF_OK) st = pf_stream_synchronize(w->stream);
+            src = &w->scratch;
+        }
+        if (st == PF_OK) st = pf_y4m_write_frame(w->fp, w->name, src);
+        break;
+    }
+    case DST_RAW: st = pf_raw_write_frame(w->fp, w->name, f); break;
+    case DST_FFMPEG: st = pf_ffenc_write(w->ff, f, pts); break;
+    }
+    if (st != PF_OK) {
+        if (st == PF_ERR_IO) w->failed = st;
+        return st;
+    }
+    w->last_pts = pts;
+    w->frames++;
+    return PF_OK;
+}
+
+pf_status pf_video_writer_close(pf_video_writer *w)
+{
+    PF_CHECK_ARG(w, "pf_video_writer_close", "writer is NULL");
+    if (w->closed) return w->failed;
+    w->closed = true;
+    pf_status st = PF_OK;
+    if (w->ff) {
+        st = pf_ffenc_finish(w->ff);
+    } else if (w->fp) {
+        if (fflush(w->fp) != 0) st = pf_io_errno("write", w->name, errno);
+        if (w->own_fp && fclose(w->fp) != 0 && st == PF_OK) st = pf_io_errno("write", w->name, errno);
+        w->fp = NULL;
+    }
+    if (w->failed == PF_OK) w->failed = st;
+    return w->failed;
+}
+
+void pf_video_writer_destroy(pf_video_writer **pw)
+{
+    if (!pw || !*pw) return;
+    pf_video_writer *w = *pw;
+    *pw = NULL;
+    if (!w->closed && pf_video_writer_close(w) != PF_OK)
+        PF_LOGE("pf_video_writer_destroy: %s", pf_last_error());
+    if (w->own_fp && w->fp) fclose(w->fp);
+    pf_ffenc_free(&w->ff);
+    pf_frame_unref(&w->scratch);
+    pf_ops_destroy(&w->ops);
+    pf_stream_destroy(&w->stream);
+    free(w->name);
+    free(w->path);
+    free(w);
+}
+
+int64_t pf_video_writer_frame_count(const pf_video_writer *w)
+{
+    return w ? w->frames : 0;
+}

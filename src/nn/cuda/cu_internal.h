@@ -1,0 +1,133 @@
+/* Private to src/nn/cuda: the C entry points of the kernel files (*.cu) and
+ * the index-space description they share.
+ *
+ * Every kernel walks an index space (the output's logical shape) in
+ * row-major order and finds each operand's element through per-operand
+ * strides over that space. A view can therefore express broadcasting
+ * (stride 0), transposition (permuted strides), slicing (offset base
+ * pointer, scaled or negative strides), concat/split parts (a sub-view of
+ * the output or input), tiling and depth/space shuffles (more dims than the
+ * tensor has) and NHWC storage, and most movement ops become one strided
+ * copy. pf_cu_nd_simplify() sorts and merges dims before a launch so dense
+ * operands see one long dim (no index division on the fast path).
+ *
+ * Entry points return a cudaError_t as int (0 = launched); the C side turns
+ * failures into a status naming the node. */
+#ifndef PF_NN_CUDA_CU_INTERNAL_H
+#define PF_NN_CUDA_CU_INTERNAL_H
+
+#include <stdint.h>
+
+#include "kernels.h"
+
+PF_BEGIN_DECLS
+
+#define PF_CU_MAXD 12 /* tile and depth/space views need up to twice a rank of 6 */
+#define PF_CU_MAXK 4  /* operands of one elementwise launch, output included */
+
+typedef struct pf_cu_nd {
+    int nd;
+    int64_t dims[PF_CU_MAXD];
+    int64_t st[PF_CU_MAXK][PF_CU_MAXD]; /* operand 0 is the output */
+} pf_cu_nd;
+
+/* Drops size-1 dims, orders dims by the output's stride (largest first) and
+ * merges neighbours that are contiguous for every one of the k operands. */
+void pf_cu_nd_simplify(pf_cu_nd *s, int k);
+int64_t pf_cu_nd_numel(const pf_cu_nd *s);
+
+/* Internal elementwise op codes beyond pf_ir_op. */
+#define PF_CU_OP_SCALE 1000 /* x * a */
+
+typedef struct pf_cu_ew {
+    int op;                 /* pf_ir_op (unary, binary, WHERE) or PF_CU_OP_* */
+    int n_in;               /* 1, 2 or 3 (WHERE) */
+    void *out;
+    const void *in[3];
+    int dt_out, dt_in[3];   /* pf_ir_dtype */
+    float a, b;             /* unary attrs */
+    int act;                /* pf_ir_act on the result */
+    float act_a, act_b;
+} pf_cu_ew;
+
+/* elementwise.cu: out = op(in...) over s (operands out, in0, in1, in2). */
+int pf_cu_launch_ew(const pf_cu_ew *e, const pf_cu_nd *s, void *stream);
+/* out[i] = in[j] where i and j are the row-major positions over out_dims
+ * and in_dims respectively (Reshape of a strided input). */
+int pf_cu_launch_reshape(const void *in, int dt_in, int in_nd, const int64_t *in_dims,
+                         const int64_t *in_st, void *out, int dt_out, int out_nd,
+                         const int64_t *out_dims, const int64_t *out_st, void *stream);
+
+/* movement.cu */
+typedef struct pf_cu_pad {
+    int nd;
+    int64_t out_dims[PF_IR_MAX_RANK], out_st[PF_IR_MAX_RANK];
+    int64_t in_dims[PF_IR_MAX_RANK], in_st[PF_IR_MAX_RANK];
+    int64_t begin[PF_IR_MAX_RANK];
+    int mode;               /* pf_ir_pad_mode */
+    double value;
+} pf_cu_pad;
+int pf_cu_launch_pad(const pf_cu_pad *p, const void *in, void *out, int dt, void *stream);
+
+typedef struct pf_cu_gather {
+    int nd_out;
+    int64_t out_dims[PF_IR_MAX_RANK], out_st[PF_IR_MAX_RANK];
+    int nd_data;
+    int64_t data_dims[PF_IR_MAX_RANK], data_st[PF_IR_MAX_RANK];
+    int nd_idx;
+    int64_t idx_st[PF_IR_MAX_RANK];
+    int axis;
+} pf_cu_gather;
+int pf_cu_launch_gather(const pf_cu_gather *p, const void *data, const void *idx, int dt_idx,
+                        void *out, int dt, void *stream);
+
+/* reduce.cu: rows = the kept dims, each row reduced over the inner dims. */
+typedef struct pf_cu_rows {
+    int no;                 /* kept dims */
+    int64_t odims[PF_IR_MAX_RANK], ost_in[PF_IR_MAX_RANK], ost_out[PF_IR_MAX_RANK];
+    int ni;                 /* reduced dims */
+    int64_t idims[PF_IR_MAX_RANK], ist_in[PF_IR_MAX_RANK], ist_out[PF_IR_MAX_RANK];
+    int64_t n_rows, row_len;
+} pf_cu_rows;
+/* op: REDUCE_*, ARGMAX/ARGMIN (flag = select_last_index), SOFTMAX,
+ * LOG_SOFTMAX (the output has the input's shape: ist_out used). */
+int pf_cu_launch_rows(const pf_cu_rows *r, int op, int flag, const void *in, int dt_in,
+                      void *out, int dt_out, void *stream);
+
+/* pool.cu: 2D pooling over [N, C, H, W] views (1D: H = 1). */
+typedef struct pf_cu_pool {
+    int64_t n, c, h, w, oh, ow;
+    int64_t in_st[4], out_st[4];
+    int64_t kh, kw, sh, sw, dh, dw, ph, pw, peh, pew;
+    int is_max, count_include_pad;
+} pf_cu_pool;
+int pf_cu_launch_pool(const pf_cu_pool *p, const void *in, void *out, int dt, void *stream);
+
+/* resize.cu: any rank; linear mode interpolates up to 3 axes. */
+typedef struct pf_cu_resize {
+    int nd;
+    int64_t in_dims[PF_IR_MAX_RANK], in_st[PF_IR_MAX_RANK];
+    int64_t out_dims[PF_IR_MAX_RANK], out_st[PF_IR_MAX_RANK];
+    float scale[PF_IR_MAX_RANK];
+    int mode, coord, nearest;
+} pf_cu_resize;
+int pf_cu_launch_resize(const pf_cu_resize *p, const void *in, void *out, int dt, void *stream);
+
+/* batchnorm.cu: y = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c],
+ * c = the coordinate of dim 1; params contiguous in dt_p; then act. */
+typedef struct pf_cu_bn {
+    int nd;
+    int64_t dims[PF_IR_MAX_RANK], in_st[PF_IR_MAX_RANK], out_st[PF_IR_MAX_RANK];
+    const void *scale, *bias, *mean, *var;
+    int dt_p;
+    float eps;
+    int act;
+    float act_a, act_b;
+} pf_cu_bn;
+int pf_cu_launch_bn(const pf_cu_bn *p, const void *in, void *out, int dt, void *stream);
+
+const char *pf_cu_error_string(int err);
+
+PF_END_DECLS
+
+#endif

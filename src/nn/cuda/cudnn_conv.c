@@ -1,0 +1,305 @@
+/* Conv and ConvTranspose through cuDNN's legacy API.
+ *
+ * Activations are NHWC (strides) with an NHWC (KRSC) filter so FP16 runs on
+ * tensor cores; 1D convs are 2D ones with H = 1. Descriptors take explicit
+ * strides, so the layout is whatever the executor chose for the value.
+ * The algorithm comes from cudnnGetConvolution*Algorithm_v7 at plan time
+ * (the first one that succeeds within the workspace limit); its workspace
+ * is part of the plan's one device allocation. Bias + ReLU fuse into
+ * cudnnConvolutionBiasActivationForward; when cuDNN refuses that call for a
+ * shape (checked on the first, eager run) or for other activations, the
+ * conv is followed by pf_nn_cuda_bias_act. cuDNN pads symmetrically only:
+ * asymmetric pads (TFLite SAME with stride 2) go through an explicit pad
+ * into the workspace for Conv, and a larger output cropped by the bias
+ * kernel for ConvTranspose. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../../core/error.h"
+#include "exec_cuda.h"
+
+#define WS_LIMIT ((size_t)256 << 20)
+
+static pf_status dnn_fail(const pf_ir_graph *g, int node, const char *call, cudnnStatus_t st)
+{
+    char d[160];
+    return pf_set_error(st == CUDNN_STATUS_NOT_SUPPORTED ? PF_ERR_UNSUPPORTED : PF_ERR_DEVICE,
+                        "%s: %s failed: %s", pf_cux_desc(g, node, d, sizeof d), call,
+                        cudnnGetErrorString(st));
+}
+
+#define DNN(call) \
+    do { \
+        cudnnStatus_t s_ = (call); \
+        if (s_ != CUDNN_STATUS_SUCCESS) return dnn_fail(g, node, #call, s_); \
+    } while (0)
+
+/* The tensor as [N, C, H, W] (H = 1 for 3D values). */
+static void as4d(const pf_nn_cu_tensor *t, int64_t d[4], int64_t s[4])
+{
+    if (t->ndim == 4) {
+        for (int i = 0; i < 4; i++) {
+            d[i] = t->dims[i];
+            s[i] = t->strides[i];
+        }
+    } else {
+        d[0] = t->dims[0], d[1] = t->dims[1], d[2] = 1, d[3] = t->dims[2];
+        s[0] = t->strides[0], s[1] = t->strides[1], s[3] = t->strides[2];
+        s[2] = t->strides[2] * t->dims[2];
+    }
+}
+
+static cudnnStatus_t set_tensor(cudnnTensorDescriptor_t td, cudnnDataType_t dt,
+                                const int64_t d[4], const int64_t s[4])
+{
+    return cudnnSetTensor4dDescriptorEx(td, dt, (int)d[0], (int)d[1], (int)d[2], (int)d[3],
+                                        (int)s[0], (int)s[1], (int)s[2], (int)s[3]);
+}
+
+/* Contiguous strides for [N, C, H, W] in NHWC or NCHW order. */
+static void packed(const int64_t d[4], bool nhwc, int64_t s[4])
+{
+    if (nhwc) {
+        s[1] = 1, s[3] = d[1], s[2] = d[1] * d[3], s[0] = d[1] * d[2] * d[3];
+    } else {
+        s[3] = 1, s[2] = d[3], s[1] = d[2] * d[3], s[0] = d[1] * d[2] * d[3];
+    }
+}
+
+static bool is_nhwc(const int64_t s[4], const int64_t d[4])
+{
+    return d[1] == 1 || (s[1] == 1 && s[3] >= d[1]);
+}
+
+pf_status pf_cux_conv_prepare(pf_cux_ctx *c, const pf_ir_graph *g, int node,
+                              const pf_nn_cu_tensor *x, const pf_nn_cu_tensor *y,
+                              pf_cux_conv *cv)
+{
+    const pf_ir_node *n = &g->nodes[node];
+    const pf_ir_conv_attr *a = &n->attr.conv;
+    char desc[160];
+    memset(cv, 0, sizeof *cv);
+    cv->transpose = n->op == PF_IR_CONV_TRANSPOSE;
+    if (a->nsp != 1 && a->nsp != 2)
+        return pf_set_error(PF_ERR_UNSUPPORTED, "%s: %dD convolution is not supported on CUDA",
+                            pf_cux_desc(g, node, desc, sizeof desc), a->nsp);
+    const cudnnDataType_t dt = c->fp16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    int64_t xd[4], xs[4], yd[4], ys[4];
+    as4d(x, xd, xs);
+    as4d(y, yd, ys);
+    cv->nhwc = is_nhwc(xs, xd);
+    const int sp = a->nsp;
+    /* Spatial params as (H, W), H trivial for 1D. */
+    int64_t k[2] = {1, a->kernel[0]}, st[2] = {1, a->stride[0]}, dil[2] = {1, a->dilation[0]};
+    int64_t pb[2] = {0, a->pad_begin[0]}, pe[2] = {0, a->pad_end[0]};
+    if (sp == 2) {
+        for (int i = 0; i < 2; i++) {
+            k[i] = a->kernel[i], st[i] = a->stride[i], dil[i] = a->dilation[i];
+            pb[i] = a->pad_begin[i], pe[i] = a->pad_end[i];
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        if (!dil[i]) dil[i] = 1;
+        if (!st[i]) st[i] = 1;
+    }
+    int64_t sym[2];
+    bool asym = false;
+    for (int i = 0; i < 2; i++) {
+        sym[i] = pb[i] < pe[i] ? pb[i] : pe[i];
+        if (pb[i] != pe[i]) asym = true;
+        if (sym[i] < 0)
+            return pf_set_error(PF_ERR_UNSUPPORTED, "%s: negative pads are not supported on CUDA",
+                                pf_cux_desc(g, node, desc, sizeof desc));
+    }
+    const pf_ir_value *wv = &g->values[n->in[1]];
+    if (!wv->data)
+        return pf_set_error(PF_ERR_UNSUPPORTED,
+                            "%s: the weights are a runtime tensor; CUDA needs constant weights",
+                            pf_cux_desc(g, node, desc, sizeof desc));
+    pf_status ps = pf_cux_weight_get(c, g, n->in[1], cv->nhwc ? PF_CUX_FILTER_NHWC : PF_CUX_ROWMAJOR,
+                                     &cv->w);
+    if (ps != PF_OK) return ps;
+    cv->b = NULL;
+    if (n->n_in > 2 && n->in[2] >= 0) {
+        if (!g->values[n->in[2]].data)
+            return pf_set_error(PF_ERR_UNSUPPORTED, "%s: runtime bias is not supported on CUDA",
+                                pf_cux_desc(g, node, desc, sizeof desc));
+        ps = pf_cux_weight_get(c, g, n->in[2], PF_CUX_ROWMAJOR, &cv->b);
+        if (ps != PF_OK) return ps;
+    }
+
+    DNN(cudnnCreateTensorDescriptor(&cv->xd));
+    DNN(cudnnCreateTensorDescriptor(&cv->yd));
+    DNN(cudnnCreateFilterDescriptor(&cv->wd));
+    DNN(cudnnCreateConvolutionDescriptor(&cv->cd));
+    /* Filter [K, C/g, kh, kw]: K = out channels for Conv, in channels for
+     * ConvTranspose (cuDNN's forward-conv view of the backward pass). */
+    const int64_t fk = wv->dims[0], fc = wv->dims[1];
+    DNN(cudnnSetFilter4dDescriptor(cv->wd, dt, cv->nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                   (int)fk, (int)fc, (int)k[0], (int)k[1]));
+    DNN(cudnnSetConvolution2dDescriptor(cv->cd, (int)sym[0], (int)sym[1], (int)st[0], (int)st[1],
+                                        (int)dil[0], (int)dil[1], CUDNN_CROSS_CORRELATION,
+                                        CUDNN_DATA_FLOAT));
+    DNN(cudnnSetConvolutionGroupCount(cv->cd, (int)(a->group ? a->group : 1)));
+    cudnnMathType_t math = c->fp16 ? CUDNN_TENSOR_OP_MATH
+                                   : (c->p.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH);
+    DNN(cudnnSetConvolutionMathType(cv->cd, math));
+    const size_t es = c->fp16 ? 2 : 4;
+
+    if (!cv->transpose) {
+        int64_t id[4] = {xd[0], xd[1], xd[2], xd[3]}, is[4];
+        if (asym) {
+            cv->use_tmp = true;
+            id[2] = xd[2] + (pb[0] - sym[0]) + (pe[0] - sym[0]);
+            id[3] = xd[3] + (pb[1] - sym[1]) + (pe[1] - sym[1]);
+            packed(id, cv->nhwc, is);
+            memset(&cv->pad, 0, sizeof cv->pad);
+            cv->pad.nd = 4;
+            for (int i = 0; i < 4; i++) {
+                cv->pad.out_dims[i] = id[i];
+                cv->pad.out_st[i] = is[i];
+                cv->pad.in_dims[i] = xd[i];
+                cv->pad.in_st[i] = xs[i];
+            }
+            cv->pad.begin[2] = pb[0] - sym[0];
+            cv->pad.begin[3] = pb[1] - sym[1];
+            cv->tmp_bytes = (size_t)(id[0] * id[1] * id[2] * id[3]) * es;
+            DNN(set_tensor(cv->xd, dt, id, is));
+        } else {
+            DNN(set_tensor(cv->xd, dt, xd, xs));
+        }
+        DNN(set_tensor(cv->yd, dt, yd, ys));
+        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        int got = 0;
+        DNN(cudnnGetConvolutionForwardAlgorithm_v7(c->cudnn, cv->xd, cv->wd, cv->cd, cv->yd,
+                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
+        int pick = -1;
+        for (int i = 0; i < got && pick < 0; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= WS_LIMIT) pick = i;
+        if (pick < 0)
+            return pf_set_error(PF_ERR_UNSUPPORTED, "%s: cuDNN has no forward algorithm for it",
+                                pf_cux_desc(g, node, desc, sizeof desc));
+        cv->algo = perf[pick].algo;
+        DNN(cudnnGetConvolutionForwardWorkspaceSize(c->cudnn, cv->xd, cv->wd, cv->cd, cv->yd,
+                                                    perf[pick].algo, &cv->ws_bytes));
+        if (cv->b && n->act == PF_IR_ACT_RELU) {
+            cv->fused = true;
+            DNN(cudnnCreateTensorDescriptor(&cv->bd));
+            DNN(cudnnSetTensor4dDescriptor(cv->bd, CUDNN_TENSOR_NCHW, dt, 1, (int)yd[1], 1, 1));
+            DNN(cudnnCreateActivationDescriptor(&cv->ad));
+            DNN(cudnnSetActivationDescriptor(cv->ad, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN,
+                                             0.0));
+        }
+    } else {
+        /* dy = x (fk channels), dx = y (or the uncropped tmp). */
+        int64_t od[4] = {yd[0], yd[1], yd[2], yd[3]}, os[4];
+        DNN(set_tensor(cv->xd, dt, xd, xs));
+        if (asym) {
+            cv->use_tmp = true;
+            od[2] = yd[2] + (pb[0] - sym[0]) + (pe[0] - sym[0]);
+            od[3] = yd[3] + (pb[1] - sym[1]) + (pe[1] - sym[1]);
+            packed(od, cv->nhwc, os);
+            cv->crop[0] = pb[0] - sym[0];
+            cv->crop[1] = pb[1] - sym[1];
+            cv->tmp_bytes = (size_t)(od[0] * od[1] * od[2] * od[3]) * es;
+            DNN(set_tensor(cv->yd, dt, od, os));
+        } else {
+            DNN(set_tensor(cv->yd, dt, yd, ys));
+        }
+        if (cv->use_tmp) {
+            /* The crop view of tmp, as the 4D tensor bias_act reads. */
+            memset(&cv->tmp, 0, sizeof cv->tmp);
+            cv->tmp.dtype = c->fp16 ? PF_IR_F16 : PF_IR_F32;
+            cv->tmp.ndim = 4;
+            for (int i = 0; i < 4; i++) {
+                cv->tmp.dims[i] = yd[i];
+                cv->tmp.strides[i] = os[i];
+            }
+        }
+        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        int got = 0;
+        DNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(c->cudnn, cv->wd, cv->xd, cv->cd, cv->yd,
+                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                        &got, perf));
+        int pick = -1;
+        for (int i = 0; i < got && pick < 0; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= WS_LIMIT) pick = i;
+        if (pick < 0)
+            return pf_set_error(PF_ERR_UNSUPPORTED,
+                                "%s: cuDNN has no backward-data algorithm for it",
+                                pf_cux_desc(g, node, desc, sizeof desc));
+        cv->algo = perf[pick].algo;
+        DNN(cudnnGetConvolutionBackwardDataWorkspaceSize(c->cudnn, cv->wd, cv->xd, cv->cd, cv->yd,
+                                                         perf[pick].algo, &cv->ws_bytes));
+    }
+    cv->tmp_bytes = (cv->tmp_bytes + 255) & ~(size_t)255;
+    return PF_OK;
+}
+
+pf_status pf_cux_conv_run(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_conv *cv,
+                          const pf_nn_cu_tensor *x, const pf_nn_cu_tensor *y, void *ws,
+                          cudaStream_t s)
+{
+    const pf_ir_node *n = &g->nodes[node];
+    const float one = 1.0f, zero = 0.0f;
+    char *tmp = (char *)ws;
+    char *dws = tmp + cv->tmp_bytes;
+    if (!cv->transpose) {
+        const void *src = x->data;
+        if (cv->use_tmp) {
+            int e = pf_cu_launch_pad(&cv->pad, x->data, tmp, c->fp16 ? PF_IR_F16 : PF_IR_F32, s);
+            if (e) {
+                char d[160];
+                return pf_set_error(PF_ERR_DEVICE, "%s: pad launch failed: %s",
+                                    pf_cux_desc(g, node, d, sizeof d), pf_cu_error_string(e));
+            }
+            src = tmp;
+        }
+        if (cv->fused) {
+            cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
+                c->cudnn, &one, cv->xd, src, cv->wd, cv->w, cv->cd,
+                (cudnnConvolutionFwdAlgo_t)cv->algo, dws, cv->ws_bytes, &zero, cv->yd, y->data,
+                cv->bd, cv->b, cv->ad, cv->yd, y->data);
+            if (st == CUDNN_STATUS_SUCCESS) return PF_OK;
+            if (st != CUDNN_STATUS_NOT_SUPPORTED && st != CUDNN_STATUS_BAD_PARAM)
+                return dnn_fail(g, node, "cudnnConvolutionBiasActivationForward", st);
+            cv->fused = false; /* cuDNN refuses the fusion here: conv + bias_act from now on */
+        }
+        DNN(cudnnConvolutionForward(c->cudnn, &one, cv->xd, src, cv->wd, cv->w, cv->cd,
+                                    (cudnnConvolutionFwdAlgo_t)cv->algo, dws, cv->ws_bytes, &zero,
+                                    cv->yd, y->data));
+        if (cv->b || n->act != PF_IR_ACT_NONE)
+            return pf_nn_cuda_bias_act(y, y, cv->b, n->act, n->act_a, n->act_b, s);
+        return PF_OK;
+    }
+    void *dx = cv->use_tmp ? (void *)tmp : y->data;
+    DNN(cudnnConvolutionBackwardData(c->cudnn, &one, cv->wd, cv->w, cv->xd, x->data, cv->cd,
+                                     (cudnnConvolutionBwdDataAlgo_t)cv->algo, dws, cv->ws_bytes,
+                                     &zero, cv->yd, dx));
+    if (cv->use_tmp) {
+        pf_nn_cu_tensor src = cv->tmp;
+        const size_t es = c->fp16 ? 2 : 4;
+        src.data = tmp + (size_t)(cv->crop[0] * src.strides[2] + cv->crop[1] * src.strides[3]) * es;
+        pf_nn_cu_tensor y4 = *y;
+        if (y->ndim == 3) {
+            as4d(y, y4.dims, y4.strides);
+            y4.ndim = 4;
+        }
+        return pf_nn_cuda_bias_act(&src, &y4, cv->b, n->act, n->act_a, n->act_b, s);
+    }
+    if (cv->b || n->act != PF_IR_ACT_NONE)
+        return pf_nn_cuda_bias_act(y, y, cv->b, n->act, n->act_a, n->act_b, s);
+    return PF_OK;
+}
+
+void pf_cux_conv_release(pf_cux_conv *cv)
+{
+    if (cv->xd) cudnnDestroyTensorDescriptor(cv->xd);
+    if (cv->yd) cudnnDestroyTensorDescriptor(cv->yd);
+    if (cv->bd) cudnnDestroyTensorDescriptor(cv->bd);
+    if (cv->td) cudnnDestroyTensorDescriptor(cv->td);
+    if (cv->wd) cudnnDestroyFilterDescriptor(cv->wd);
+    if (cv->cd) cudnnDestroyConvolutionDescriptor(cv->cd);
+    if (cv->ad) cudnnDestroyActivationDescriptor(cv->ad);
+    memset(cv, 0, sizeof *cv);
+}

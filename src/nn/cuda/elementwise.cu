@@ -1,0 +1,298 @@
+/* Elementwise kernels: unary, binary with broadcasting, Where, strided
+ * copies with dtype conversion (Cast, layout changes, movement views), bias
+ * + activation, and Reshape of a strided input.
+ *
+ * One kernel walks the simplified index space (see cu_internal.h). Float
+ * operands compute in f32 (F16 loads widen, stores round to nearest even);
+ * integer and bool operands compute in int64. When every operand is dense
+ * in the same order the space is one dim and the index math is a multiply;
+ * F16 copies/unary/binary ops of that shape move two halves per access. */
+#include "cu_common.cuh"
+
+using namespace pfcu;
+
+namespace {
+
+template <typename I> struct Space {
+    int nd;
+    I dims[PF_CU_MAXD];
+    I st[PF_CU_MAXK][PF_CU_MAXD];
+};
+
+__device__ __forceinline__ float unary_f(int op, float x, float a, float b)
+{
+    switch (op) {
+    case PF_IR_RELU: return x > 0.0f ? x : 0.0f;
+    case PF_IR_SIGMOID: return sigmoidf_(x);
+    case PF_IR_TANH: return tanhf(x);
+    case PF_IR_HARD_SIGMOID: return fmaxf(0.0f, fminf(1.0f, a * x + b));
+    case PF_IR_HARD_SWISH: return x * fmaxf(0.0f, fminf(1.0f, x / 6.0f + 0.5f));
+    case PF_IR_LEAKY_RELU: return x >= 0.0f ? x : a * x;
+    case PF_IR_CLIP: return fminf(fmaxf(x, a), b);
+    case PF_IR_ELU: return x >= 0.0f ? x : a * (expf(x) - 1.0f);
+    case PF_IR_SELU: return x > 0.0f ? b * x : b * (a * expf(x) - a);
+    case PF_IR_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
+    case PF_IR_SOFTSIGN: return x / (1.0f + fabsf(x));
+    case PF_IR_ABS: return fabsf(x);
+    case PF_IR_NEG: return -x;
+    case PF_IR_EXP: return expf(x);
+    case PF_IR_LOG: return logf(x);
+    case PF_IR_SQRT: return sqrtf(x);
+    case PF_IR_RECIPROCAL: return 1.0f / x;
+    case PF_IR_FLOOR: return floorf(x);
+    case PF_IR_CEIL: return ceilf(x);
+    case PF_IR_ROUND: return rintf(x);
+    case PF_IR_ERF: return erff(x);
+    case PF_IR_SIN: return sinf(x);
+    case PF_IR_COS: return cosf(x);
+    case PF_IR_NOT: return x == 0.0f ? 1.0f : 0.0f;
+    case PF_IR_SIGN: return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
+    case PF_CU_OP_SCALE: return x * a;
+    default: return x; /* IDENTITY, CAST */
+    }
+}
+
+__device__ __forceinline__ i64 unary_i(int op, i64 x, float a)
+{
+    switch (op) {
+    case PF_IR_ABS: return x < 0 ? -x : x;
+    case PF_IR_NEG: return -x;
+    case PF_IR_SIGN: return x > 0 ? 1 : (x < 0 ? -1 : 0);
+    case PF_IR_NOT: return x == 0;
+    case PF_IR_RELU: return x > 0 ? x : 0;
+    case PF_CU_OP_SCALE: return (i64)((float)x * a);
+    default: return x;
+    }
+}
+
+__device__ __forceinline__ float binary_f(int op, float x, float y)
+{
+    switch (op) {
+    case PF_IR_ADD: case PF_IR_SUM: return x + y;
+    case PF_IR_SUB: return x - y;
+    case PF_IR_MUL: return x * y;
+    case PF_IR_DIV: return x / y;
+    case PF_IR_POW: return powf(x, y);
+    case PF_IR_MAX: return fmaxf(x, y);
+    case PF_IR_MIN: return fminf(x, y);
+    case PF_IR_MOD: return fmodf(x, y);
+    case PF_IR_PRELU: return x >= 0.0f ? x : x * y;
+    case PF_IR_EQUAL: return x == y;
+    case PF_IR_LESS: return x < y;
+    case PF_IR_GREATER: return x > y;
+    case PF_IR_LESS_OR_EQUAL: return x <= y;
+    case PF_IR_GREATER_OR_EQUAL: return x >= y;
+    case PF_IR_AND: return (x != 0.0f) && (y != 0.0f);
+    case PF_IR_OR: return (x != 0.0f) || (y != 0.0f);
+    case PF_IR_XOR: return (x != 0.0f) != (y != 0.0f);
+    default: return 0.0f;
+    }
+}
+
+__device__ __forceinline__ i64 binary_i(int op, i64 x, i64 y)
+{
+    switch (op) {
+    case PF_IR_ADD: case PF_IR_SUM: return x + y;
+    case PF_IR_SUB: return x - y;
+    case PF_IR_MUL: return x * y;
+    case PF_IR_DIV: return y ? x / y : 0;
+    case PF_IR_POW: {
+        i64 r = 1;
+        for (i64 k = 0; k < y && k < 64; k++) r *= x;
+        return y < 0 ? 0 : r;
+    }
+    case PF_IR_MAX: return x > y ? x : y;
+    case PF_IR_MIN: return x < y ? x : y;
+    case PF_IR_MOD: {
+        /* ONNX Mod with fmod = 0: the result takes the divisor's sign. */
+        if (!y) return 0;
+        i64 r = x % y;
+        if (r != 0 && ((r < 0) != (y < 0))) r += y;
+        return r;
+    }
+    case PF_IR_PRELU: return x >= 0 ? x : x * y;
+    case PF_IR_EQUAL: return x == y;
+    case PF_IR_LESS: return x < y;
+    case PF_IR_GREATER: return x > y;
+    case PF_IR_LESS_OR_EQUAL: return x <= y;
+    case PF_IR_GREATER_OR_EQUAL: return x >= y;
+    case PF_IR_AND: return x && y;
+    case PF_IR_OR: return x || y;
+    case PF_IR_XOR: return (x != 0) != (y != 0);
+    default: return 0;
+    }
+}
+
+/* One element: operand offsets o[0] (out), o[1..]. */
+__device__ __forceinline__ void ew_one(const pf_cu_ew &e, i64 o0, i64 o1, i64 o2, i64 o3)
+{
+    if (e.n_in == 3) { /* Where: cond, x, y */
+        const bool c = ldi(e.in[0], e.dt_in[0], o1) != 0;
+        if (is_float(e.dt_in[1]) || is_float(e.dt_out))
+            stf(e.out, e.dt_out, o0, c ? ldf(e.in[1], e.dt_in[1], o2) : ldf(e.in[2], e.dt_in[2], o3));
+        else
+            sti(e.out, e.dt_out, o0, c ? ldi(e.in[1], e.dt_in[1], o2) : ldi(e.in[2], e.dt_in[2], o3));
+        return;
+    }
+    const bool fin = is_float(e.dt_in[0]);
+    if (e.n_in == 1) {
+        if (fin) {
+            float r = unary_f(e.op, ldf(e.in[0], e.dt_in[0], o1), e.a, e.b);
+            stf(e.out, e.dt_out, o0, act_f(e.act, r, e.act_a, e.act_b));
+        } else {
+            sti(e.out, e.dt_out, o0, unary_i(e.op, ldi(e.in[0], e.dt_in[0], o1), e.a));
+        }
+        return;
+    }
+    if (fin || is_float(e.dt_in[1])) {
+        float r = binary_f(e.op, ldf(e.in[0], e.dt_in[0], o1), ldf(e.in[1], e.dt_in[1], o2));
+        stf(e.out, e.dt_out, o0, act_f(e.act, r, e.act_a, e.act_b));
+    } else {
+        sti(e.out, e.dt_out, o0,
+            binary_i(e.op, ldi(e.in[0], e.dt_in[0], o1), ldi(e.in[1], e.dt_in[1], o2)));
+    }
+}
+
+template <typename I>
+__global__ void ew_nd(Space<I> s, pf_cu_ew e, I n)
+{
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (I)gridDim.x * blockDim.x) {
+        I o[PF_CU_MAXK] = {0, 0, 0, 0};
+        I r = i;
+        for (int d = s.nd - 1; d > 0; d--) {
+            const I c = r % s.dims[d];
+            r /= s.dims[d];
+#pragma unroll
+            for (int k = 0; k < PF_CU_MAXK; k++) o[k] += c * s.st[k][d];
+        }
+#pragma unroll
+        for (int k = 0; k < PF_CU_MAXK; k++) o[k] += r * s.st[k][0];
+        ew_one(e, o[0], o[1], o[2], o[3]);
+    }
+}
+
+/* Dense F16 fast paths: identity copy and unary/binary ops, two halves a
+ * thread (n even, every pointer 4-byte aligned). */
+__global__ void ew_dense_h2(pf_cu_ew e, i64 n2)
+{
+    const __half2 *a = (const __half2 *)e.in[0];
+    const __half2 *b = (const __half2 *)e.in[1];
+    __half2 *y = (__half2 *)e.out;
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n2;
+         i += (i64)gridDim.x * blockDim.x) {
+        float2 x = __half22float2(a[i]);
+        float r0, r1;
+        if (e.n_in == 1) {
+            r0 = unary_f(e.op, x.x, e.a, e.b);
+            r1 = unary_f(e.op, x.y, e.a, e.b);
+        } else {
+            float2 z = __half22float2(b[i]);
+            r0 = binary_f(e.op, x.x, z.x);
+            r1 = binary_f(e.op, x.y, z.y);
+        }
+        r0 = act_f(e.act, r0, e.act_a, e.act_b);
+        r1 = act_f(e.act, r1, e.act_a, e.act_b);
+        y[i] = __floats2half2_rn(r0, r1);
+    }
+}
+
+bool aligned4(const void *p) { return ((uintptr_t)p & 3) == 0; }
+
+template <typename I> Space<I> narrow(const pf_cu_nd *s)
+{
+    Space<I> t;
+    t.nd = s->nd;
+    for (int d = 0; d < PF_CU_MAXD; d++) {
+        t.dims[d] = d < s->nd ? (I)s->dims[d] : 1;
+        for (int k = 0; k < PF_CU_MAXK; k++) t.st[k][d] = d < s->nd ? (I)s->st[k][d] : 0;
+    }
+    return t;
+}
+
+/* Whether every offset the walk forms fits in 32-bit signed arithmetic. */
+bool fits32(const pf_cu_nd *s, int64_t n)
+{
+    if (n >= (1ll << 31)) return false;
+    for (int k = 0; k < PF_CU_MAXK; k++) {
+        int64_t span = 0;
+        for (int d = 0; d < s->nd; d++) {
+            int64_t st = s->st[k][d] < 0 ? -s->st[k][d] : s->st[k][d];
+            span += st * (s->dims[d] - 1);
+            if (span >= (1ll << 30)) return false;
+        }
+    }
+    return true;
+}
+
+__global__ void reshape_k(const void *in, int dti, int ind, pf_cu_nd ins, void *out, int dto,
+                          int ond, pf_cu_nd outs, i64 n)
+{
+    const bool fl = is_float(dti) || is_float(dto);
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (i64)gridDim.x * blockDim.x) {
+        i64 oi = 0, oo = 0, r = i;
+        for (int d = ind - 1; d >= 0; d--) {
+            oi += (r % ins.dims[d]) * ins.st[0][d];
+            r /= ins.dims[d];
+        }
+        r = i;
+        for (int d = ond - 1; d >= 0; d--) {
+            oo += (r % outs.dims[d]) * outs.st[0][d];
+            r /= outs.dims[d];
+        }
+        if (fl) stf(out, dto, oo, ldf(in, dti, oi));
+        else sti(out, dto, oo, ldi(in, dti, oi));
+    }
+}
+
+} // namespace
+
+extern "C" int pf_cu_launch_ew(const pf_cu_ew *e, const pf_cu_nd *s0, void *stream)
+{
+    pf_cu_nd s = *s0;
+    pf_cu_nd_simplify(&s, e->n_in + 1);
+    const int64_t n = pf_cu_nd_numel(&s);
+    if (n == 0) return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    const int T = 256;
+    bool dense = s.nd == 1;
+    for (int k = 0; dense && k <= e->n_in; k++) dense = s.st[k][0] == 1;
+    if (dense && e->n_in <= 2 && (n & 1) == 0 && e->dt_out == PF_IR_F16 &&
+        e->dt_in[0] == PF_IR_F16 && (e->n_in == 1 || e->dt_in[1] == PF_IR_F16) &&
+        aligned4(e->out) && aligned4(e->in[0]) && (e->n_in == 1 || aligned4(e->in[1])) &&
+        e->op < PF_IR_EQUAL) {
+        ew_dense_h2<<<grid_for(n / 2, T), T, 0, st>>>(*e, n / 2);
+    } else if (fits32(&s, n)) {
+        ew_nd<int><<<grid_for(n, T), T, 0, st>>>(narrow<int>(&s), *e, (int)n);
+    } else {
+        ew_nd<i64><<<grid_for(n, T), T, 0, st>>>(narrow<i64>(&s), *e, (i64)n);
+    }
+    return (int)cudaGetLastError();
+}
+
+extern "C" int pf_cu_launch_reshape(const void *in, int dt_in, int in_nd, const int64_t *in_dims,
+                                    const int64_t *in_st, void *out, int dt_out, int out_nd,
+                                    const int64_t *out_dims, const int64_t *out_st,
+                                    void *stream)
+{
+    pf_cu_nd a, b;
+    int64_t n = 1;
+    for (int d = 0; d < in_nd; d++) {
+        a.dims[d] = in_dims[d];
+        a.st[0][d] = in_st[d];
+    }
+    for (int d = 0; d < out_nd; d++) {
+        b.dims[d] = out_dims[d];
+        b.st[0][d] = out_st[d];
+        n *= out_dims[d];
+    }
+    if (n == 0) return 0;
+    reshape_k<<<grid_for(n, 256), 256, 0, (cudaStream_t)stream>>>(in, dt_in, in_nd, a, out, dt_out,
+                                                                   out_nd, b, n);
+    return (int)cudaGetLastError();
+}
+
+extern "C" const char *pf_cu_error_string(int err)
+{
+    return cudaGetErrorString((cudaError_t)err);
+}

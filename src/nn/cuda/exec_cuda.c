@@ -1,0 +1,878 @@
+/* The CUDA nn executor (pf_nn_backend_cuda): plans, runs, CUDA graphs.
+ *
+ * Design
+ * - Precision: in FP16 mode every float value lives as F16 on the device
+ *   (math in f32 inside kernels; cuDNN/cuBLAS accumulate in f32); FP32 mode
+ *   keeps F32 and uses TF32 only when the params allow it. Integer values
+ *   keep their IR dtype.
+ * - Layout: a 4D float value is stored NHWC (NHWC strides over its logical
+ *   NCHW shape) when a convolution produces it, when it follows an
+ *   NHWC input through a layout-agnostic op (elementwise, pooling, BN,
+ *   resize, pad, concat, slice, depth/space, softmax ...), or when a
+ *   convolution consumes it; everything else is row-major. The kernels read
+ *   and write any strides, so only Gemm/MatMul (cuBLAS wants row-major)
+ *   need a conversion step (pf_nn_cuda_copy into a side buffer).
+ * - Memory: one device allocation per plan = the arena of intermediates
+ *   from pf_ir_plan_memory (element size 2 for floats in FP16 mode; NHWC
+ *   does not change sizes) + a side region (the plan's own copies of the
+ *   graph inputs/outputs, layout conversions) + the workspace (cuDNN
+ *   workspace and pad/crop temporaries, max over the nodes). Weights are
+ *   uploaded once per executor and shared by its plans (same name, same
+ *   bytes, same form). Nothing is allocated while running.
+ * - I/O: a run copies the caller's inputs into the plan's input buffers
+ *   (converting dtype and layout) and the plan's outputs into the caller's
+ *   tensors, inside the same stream order, so a graph captures the whole
+ *   run, those two copies included.
+ * - CUDA graphs: the first run of a plan is eager (it loads modules and lets
+ *   cuDNN/cuBLAS initialise); the next run captures the whole plan,
+ *   instantiates it and launches it. Later runs replay it as long as the
+ *   caller's input/output pointers and dtypes equal the captured ones (the
+ *   common case: the same tensors every frame). When they change the run is
+ *   captured again and the executable graph is updated in place
+ *   (cudaGraphExecUpdate; re-instantiated if the update is refused). A
+ *   capture that fails marks the plan eager-only.
+ * - Streams: runs go on the caller's stream (or the ctx's own); cuDNN and
+ *   cuBLAS handles are per ctx, so executors on different streams are
+ *   independent. One executor runs on one thread at a time (nn.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../core/error.h"
+#include "exec_cuda.h"
+
+#define ALIGN 256
+#define CUBLAS_WS ((size_t)32 << 20)
+
+struct pf_cux_weight {
+    pf_cux_weight *next;
+    char *name;
+    int form;
+    pf_ir_dtype dt;
+    size_t nbytes;
+    void *host;                 /* the source bytes, to compare exactly */
+    pf_buffer *buf;
+};
+
+enum { K_KERNEL = 0, K_CONV, K_GEMM, K_CONVERT };
+
+typedef struct step {
+    int node;                   /* IR node; for K_CONVERT the consumer's node */
+    int kind;
+    pf_nn_cu_tensor in[PF_IR_MAX_INPUTS];
+    pf_nn_cu_tensor out[PF_IR_MAX_OUTPUTS];
+    pf_cux_conv conv;
+    pf_cux_gemm gemm;
+} step;
+
+typedef struct plan {
+    const pf_ir_graph *g;
+    step *steps;
+    int n_steps;
+    pf_buffer *mem;
+    size_t mem_bytes, arena_bytes, ws_bytes;
+    void *ws;
+    pf_nn_cu_tensor *vin, *vout; /* internal graph inputs / outputs */
+    /* Graph state. */
+    cudaGraphExec_t exec;
+    bool uncapturable;
+    int64_t runs;
+    int graphs;
+    void **cap_ptr;             /* inputs then outputs, as captured */
+    int *cap_dt;
+    cudaEvent_t ev0, ev1;
+    bool timed;
+} plan;
+
+/* ---- small helpers ------------------------------------------------------------ */
+
+size_t pf_cux_esz(pf_ir_dtype t)
+{
+    switch (t) {
+    case PF_IR_F32: case PF_IR_I32: return 4;
+    case PF_IR_F16: return 2;
+    case PF_IR_I64: case PF_IR_F64: return 8;
+    default: return 1;
+    }
+}
+
+const char *pf_cux_desc(const pf_ir_graph *g, int node, char *buf, size_t size)
+{
+    const pf_ir_node *n = &g->nodes[node];
+    snprintf(buf, size, "%s: node %d '%s' (%s)", g->name ? g->name : "model", node,
+             n->name ? n->name : "", n->src_op ? n->src_op : "?");
+    return buf;
+}
+
+pf_ir_dtype pf_cux_dtype(const pf_cux_ctx *c, pf_ir_dtype t)
+{
+    if (t == PF_IR_F32 || t == PF_IR_F16) return c->fp16 ? PF_IR_F16 : PF_IR_F32;
+    return t;
+}
+
+static pf_status cu_fail(cudaError_t e, const char *what)
+{
+    (void)cudaGetLastError();
+    return pf_set_error(e == cudaErrorMemoryAllocation ? PF_ERR_NOMEM : PF_ERR_DEVICE,
+                        "nn cuda: %s failed: %s (%s)", what, cudaGetErrorString(e),
+                        cudaGetErrorName(e));
+}
+
+static bool is_float(pf_ir_dtype t) { return t == PF_IR_F32 || t == PF_IR_F16; }
+
+static float src_float(const pf_ir_value *v, size_t i)
+{
+    switch (v->dtype) {
+    case PF_IR_F32: return ((const float *)v->data)[i];
+    case PF_IR_F16: return pf_f16_to_f32(((const uint16_t *)v->data)[i]);
+    case PF_IR_F64: return (float)((const double *)v->data)[i];
+    default: return 0.0f;
+    }
+}
+
+/* ---- weights ---------------------------------------------------------------------- */
+
+pf_status pf_cux_weight_get(pf_cux_ctx *c, const pf_ir_graph *g, int vid, int form,
+                            const void **out)
+{
+    const pf_ir_value *v = &g->values[vid];
+    const pf_ir_dtype dt = pf_cux_dtype(c, v->dtype);
+    for (pf_cux_weight *w = c->weights; w; w = w->next) {
+        if (w->form == form && w->dt == dt && w->nbytes == v->nbytes &&
+            strcmp(w->name, v->name) == 0 && (!v->nbytes || memcmp(w->host, v->data, v->nbytes) == 0)) {
+            *out = pf_buffer_data(w->buf);
+            return PF_OK;
+        }
+    }
+    if (v->dtype == PF_IR_F64)
+        return pf_set_error(PF_ERR_UNSUPPORTED, "%s: constant '%s' is double precision",
+                            g->name ? g->name : "model", v->name);
+    size_t numel = 1;
+    for (int d = 0; d < v->ndim; d++) numel *= (size_t)v->dims[d];
+    const size_t es = pf_cux_esz(dt);
+    const size_t bytes = numel * es;
+    pf_cux_weight *w = calloc(1, sizeof *w);
+    void *stage = malloc(bytes ? bytes : 1);
+    if (!w || !stage) {
+        free(w);
+        free(stage);
+        return pf_set_error(PF_ERR_NOMEM, "nn cuda: out of host memory uploading '%s'", v->name);
+    }
+    w->name = malloc(strlen(v->name) + 1);
+    w->host = malloc(v->nbytes ? v->nbytes : 1);
+    if (!w->name || !w->host) {
+        free(w->name);
+        free(w->host);
+        free(w);
+        free(stage);
+        return pf_set_error(PF_ERR_NOMEM, "nn cuda: out of host memory uploading '%s'", v->name);
+    }
+    strcpy(w->name, v->name);
+    if (v->nbytes) memcpy(w->host, v->data, v->nbytes);
+    w->form = form;
+    w->dt = dt;
+    w->nbytes = v->nbytes;
+    if (form == PF_CUX_FILTER_NHWC && is_float(v->dtype) && (v->ndim == 4 || v->ndim == 3)) {
+        /* [K, C, (R,) S] -> [K, (R,) S, C] */
+        const size_t K = (size_t)v->dims[0], C = (size_t)v->dims[1];
+        const size_t R = v->ndim == 4 ? (size_t)v->dims[2] : 1;
+        const size_t S = (size_t)v->dims[v->ndim - 1];
+        for (size_t k = 0; k < K; k++)
+            for (size_t ch = 0; ch < C; ch++)
+                for (size_t r = 0; r < R; r++)
+                    for (size_t s = 0; s < S; s++) {
+                        const size_t src = ((k * C + ch) * R + r) * S + s;
+                        const size_t dst = ((k * R + r) * S + s) * C + ch;
+                        const float f = src_float(v, src);
+                        if (dt == PF_IR_F16) ((uint16_t *)stage)[dst] = pf_f32_to_f16(f);
+                        else ((float *)stage)[dst] = f;
+                    }
+    } else if (is_float(v->dtype) && v->dtype != dt) {
+        for (size_t i = 0; i < numel; i++) {
+            const float f = src_float(v, i);
+            if (dt == PF_IR_F16) ((uint16_t *)stage)[i] = pf_f32_to_f16(f);
+            else ((float *)stage)[i] = f;
+        }
+    } else {
+        if (v->nbytes != bytes) {
+            free(w->name);
+            free(w->host);
+            free(w);
+            free(stage);
+            return pf_set_error(PF_ERR_FORMAT, "%s: constant '%s' holds %zu bytes, expected %zu",
+                                g->name ? g->name : "model", v->name, v->nbytes, bytes);
+        }
+        memcpy(stage, v->data, bytes);
+    }
+    pf_status st = pf_allocator_alloc(c->alloc, bytes ? bytes : 1, NULL, &w->buf);
+    if (st == PF_OK && bytes) {
+        cudaError_t e = cudaMemcpy(pf_buffer_data(w->buf), stage, bytes, cudaMemcpyHostToDevice);
+        if (e != cudaSuccess) st = cu_fail(e, "uploading weights");
+    }
+    free(stage);
+    if (st != PF_OK) {
+        pf_buffer_unref(&w->buf);
+        free(w->name);
+        free(w->host);
+        free(w);
+        return st;
+    }
+    c->weight_bytes += bytes;
+    w->next = c->weights;
+    c->weights = w;
+    *out = pf_buffer_data(w->buf);
+    return PF_OK;
+}
+
+/* ---- ctx ------------------------------------------------------------------------------ */
+
+static void ctx_destroy(void *vc)
+{
+    pf_cux_ctx *c = vc;
+    if (!c) return;
+    if (c->own_stream) pf_stream_synchronize(c->own_stream);
+    cudaDeviceSynchronize();
+    while (c->weights) {
+        pf_cux_weight *w = c->weights;
+        c->weights = w->next;
+        pf_buffer_unref(&w->buf);
+        free(w->name);
+        free(w->host);
+        free(w);
+    }
+    pf_buffer_unref(&c->cublas_ws);
+    if (c->cublas) cublasDestroy(c->cublas);
+    if (c->cudnn) cudnnDestroy(c->cudnn);
+    pf_stream_destroy(&c->own_stream);
+    pf_allocator_destroy(&c->alloc);
+    free(c);
+}
+
+static pf_status ctx_create(const pf_nn_exec_params *p, void **out)
+{
+    *out = NULL;
+    if (p->precision != PF_NN_FP32 && p->precision != PF_NN_FP16)
+        return pf_set_error(PF_ERR_INVALID, "nn cuda: unknown precision %d", (int)p->precision);
+    pf_cux_ctx *c = calloc(1, sizeof *c);
+    if (!c) return pf_set_error(PF_ERR_NOMEM, "nn cuda: out of host memory");
+    c->dev = p->device;
+    c->p = *p;
+    c->fp16 = p->precision == PF_NN_FP16;
+    cudaError_t e = cudaSetDevice(pf_device_props_get(c->dev)->index);
+    if (e != cudaSuccess) {
+        ctx_destroy(c);
+        return cu_fail(e, "cudaSetDevice");
+    }
+    pf_allocator_params ap = pf_allocator_params_default();
+    ap.device = c->dev;
+    ap.domain = PF_MEM_DEVICE;
+    ap.cap_bytes = p->memory_cap;
+    ap.name = "nn-cuda";
+    pf_status st = pf_allocator_create(&ap, &c->alloc);
+    if (st == PF_OK) {
+        pf_stream_params sp = pf_stream_params_default();
+        sp.device = c->dev;
+        st = pf_stream_create(&sp, &c->own_stream);
+    }
+    if (st == PF_OK) {
+        cudnnStatus_t ds = cudnnCreate(&c->cudnn);
+        if (ds != CUDNN_STATUS_SUCCESS)
+            st = pf_set_error(PF_ERR_DEVICE, "nn cuda: cudnnCreate failed: %s",
+                              cudnnGetErrorString(ds));
+    }
+    if (st == PF_OK) {
+        cublasStatus_t bs = cublasCreate(&c->cublas);
+        if (bs != CUBLAS_STATUS_SUCCESS)
+            st = pf_set_error(PF_ERR_DEVICE, "nn cuda: cublasCreate failed: %s",
+                              cublasGetStatusString(bs));
+    }
+    if (st == PF_OK) {
+        c->cublas_ws_bytes = CUBLAS_WS;
+        st = pf_allocator_alloc(c->alloc, CUBLAS_WS, NULL, &c->cublas_ws);
+    }
+    if (st != PF_OK) {
+        ctx_destroy(c);
+        return st;
+    }
+    *out = c;
+    return PF_OK;
+}
+
+/* Points the libraries at the run's stream (cublasSetStream drops the user
+ * workspace, so it is set again: graph capture needs it). */
+static pf_status bind_stream(pf_cux_ctx *c, cudaStream_t s)
+{
+    cudnnStatus_t ds = cudnnSetStream(c->cudnn, s);
+    if (ds != CUDNN_STATUS_SUCCESS)
+        return pf_set_error(PF_ERR_DEVICE, "nn cuda: cudnnSetStream: %s", cudnnGetErrorString(ds));
+    cublasStatus_t bs = cublasSetStream(c->cublas, s);
+    if (bs == CUBLAS_STATUS_SUCCESS)
+        bs = cublasSetWorkspace(c->cublas, pf_buffer_data(c->cublas_ws), c->cublas_ws_bytes);
+    if (bs == CUBLAS_STATUS_SUCCESS)
+        bs = cublasSetMathMode(c->cublas, (!c->fp16 && c->p.allow_tf32)
+                                              ? CUBLAS_TF32_TENSOR_OP_MATH
+                                              : CUBLAS_DEFAULT_MATH);
+    if (bs != CUBLAS_STATUS_SUCCESS)
+        return pf_set_error(PF_ERR_DEVICE, "nn cuda: cuBLAS stream setup: %s",
+                            cublasGetStatusString(bs));
+    return PF_OK;
+}
+
+/* ---- plans ------------------------------------------------------------------------------ */
+
+static bool is_conv_op(pf_ir_op op) { return op == PF_IR_CONV || op == PF_IR_CONV_TRANSPOSE; }
+
+/* Ops whose output can take the layout of their input at no cost. */
+static bool follows_layout(pf_ir_op op)
+{
+    if (op >= PF_IR_RELU && op <= PF_IR_CAST) return true;
+    if (op >= PF_IR_ADD && op <= PF_IR_MEAN_N) return true;
+    switch (op) {
+    case PF_IR_BATCHNORM: case PF_IR_CONCAT: case PF_IR_SLICE: case PF_IR_PAD:
+    case PF_IR_SPLIT: case PF_IR_DEPTH_TO_SPACE: case PF_IR_SPACE_TO_DEPTH: case PF_IR_RESIZE:
+    case PF_IR_MAXPOOL: case PF_IR_AVGPOOL: case PF_IR_GLOBAL_AVGPOOL: case PF_IR_GLOBAL_MAXPOOL:
+    case PF_IR_SOFTMAX: case PF_IR_LOG_SOFTMAX:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool float4d(const pf_ir_value *v) { return !v->data && v->ndim == 4 && is_float(v->dtype); }
+
+static void set_strides(pf_nn_cu_tensor *t, bool nhwc)
+{
+    if (nhwc && t->ndim == 4) {
+        const int64_t C = t->dims[1], H = t->dims[2], W = t->dims[3];
+        t->strides[1] = 1;
+        t->strides[3] = C;
+        t->strides[2] = C * W;
+        t->strides[0] = C * W * H;
+        return;
+    }
+    int64_t s = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        t->strides[d] = s;
+        s *= t->dims[d];
+    }
+}
+
+static size_t tensor_bytes(const pf_nn_cu_tensor *t)
+{
+    size_t n = pf_cux_esz(t->dtype);
+    for (int d = 0; d < t->ndim; d++) n *= (size_t)t->dims[d];
+    return n;
+}
+
+static size_t align_up(size_t v) { return (v + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
+
+static void plan_destroy(void *vc, void *vp)
+{
+    (void)vc;
+    plan *p = vp;
+    if (!p) return;
+    cudaDeviceSynchronize();
+    for (int i = 0; i < p->n_steps; i++)
+        if (p->steps[i].kind == K_CONV) pf_cux_conv_release(&p->steps[i].conv);
+    if (p->exec) cudaGraphExecDestroy(p->exec);
+    if (p->ev0) cudaEventDestroy(p->ev0);
+    if (p->ev1) cudaEventDestroy(p->ev1);
+    pf_buffer_unref(&p->mem);
+    free(p->steps);
+    free(p->vin);
+    free(p->vout);
+    free(p->cap_ptr);
+    free(p->cap_dt);
+    free(p);
+}
+
+static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void **out)
+{
+    (void)batch;
+    pf_cux_ctx *c = vc;
+    *out = NULL;
+    char desc[200];
+    cudaError_t ce = cudaSetDevice(pf_device_props_get(c->dev)->index);
+    if (ce != cudaSuccess) return cu_fail(ce, "cudaSetDevice");
+    /* Every node must be runnable before anything is allocated. */
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pf_ir_node *n = &g->nodes[i];
+        if (n->dead) continue;
+        if (n->op == PF_IR_CONV || n->op == PF_IR_CONV_TRANSPOSE || n->op == PF_IR_GEMM ||
+            n->op == PF_IR_MATMUL)
+            continue;
+        char why[160];
+        if (!pf_nn_cuda_kernel_supports(g, i, why, sizeof why))
+            return pf_set_error(PF_ERR_UNSUPPORTED, "%s: not supported on CUDA: %s",
+                                pf_cux_desc(g, i, desc, sizeof desc), why);
+    }
+    for (int v = 0; v < g->n_values; v++) {
+        if (g->values[v].ndim < 0)
+            return pf_set_error(PF_ERR_INVALID, "%s: value '%s' has no inferred shape",
+                                g->name ? g->name : "model", g->values[v].name);
+        if (g->values[v].dtype == PF_IR_F64 && (g->values[v].n_uses > 0 || g->values[v].is_output))
+            return pf_set_error(PF_ERR_UNSUPPORTED, "%s: value '%s' is double precision",
+                                g->name ? g->name : "model", g->values[v].name);
+    }
+
+    plan *p = calloc(1, sizeof *p);
+    const int nv = g->n_values;
+    pf_nn_cu_tensor *vt = calloc((size_t)nv + 1, sizeof *vt);
+    bool *nhwc = calloc((size_t)nv + 1, sizeof *nhwc);
+    bool *conv_in = calloc((size_t)nv + 1, sizeof *conv_in);
+    int64_t *off = calloc((size_t)nv + 1, sizeof *off);
+    /* Row-major copies of NHWC values that Gemm/MatMul read. */
+    pf_nn_cu_tensor *rm = calloc((size_t)nv + 1, sizeof *rm);
+    int64_t *rm_off = calloc((size_t)nv + 1, sizeof *rm_off);
+    pf_ir_mem_plan mp;
+    memset(&mp, 0, sizeof mp);
+    pf_status st = PF_OK;
+    if (!p || !vt || !nhwc || !conv_in || !off || !rm || !rm_off) {
+        st = pf_set_error(PF_ERR_NOMEM, "nn cuda: out of host memory planning");
+        goto done;
+    }
+    p->g = g;
+
+    /* Layouts. */
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pf_ir_node *n = &g->nodes[i];
+        if (!n->dead && is_conv_op(n->op) && n->in[0] >= 0) conv_in[n->in[0]] = true;
+    }
+    for (int k = 0; k < g->n_inputs; k++) {
+        const int v = g->inputs[k];
+        nhwc[v] = float4d(&g->values[v]) && conv_in[v];
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pf_ir_node *n = &g->nodes[i];
+        if (n->dead) continue;
+        bool any_in = false;
+        for (int j = 0; j < n->n_in; j++)
+            if (n->in[j] >= 0 && nhwc[n->in[j]]) any_in = true;
+        for (int j = 0; j < n->n_out; j++) {
+            const int v = n->out[j];
+            if (v < 0) continue;
+            if (!float4d(&g->values[v])) continue;
+            if (is_conv_op(n->op)) nhwc[v] = true;
+            else if (n->op == PF_IR_GEMM || n->op == PF_IR_MATMUL) nhwc[v] = false;
+            else nhwc[v] = (follows_layout(n->op) && any_in) || conv_in[v];
+        }
+    }
+    for (int v = 0; v < nv; v++) {
+        const pf_ir_value *val = &g->values[v];
+        pf_nn_cu_tensor *t = &vt[v];
+        t->dtype = pf_cux_dtype(c, val->dtype);
+        t->ndim = val->ndim;
+        for (int d = 0; d < val->ndim; d++) t->dims[d] = val->dims[d];
+        set_strides(t, nhwc[v]);
+        off[v] = -1;
+    }
+
+    /* Memory: the arena, then the side region, then the workspace. */
+    size_t elem[PF_IR_DTYPE_COUNT];
+    for (int t = 0; t < PF_IR_DTYPE_COUNT; t++) elem[t] = pf_cux_esz((pf_ir_dtype)t);
+    if (c->fp16) elem[PF_IR_F32] = 2;
+    st = pf_ir_plan_memory(g, ALIGN, elem, &mp);
+    if (st != PF_OK) goto done;
+    p->arena_bytes = align_up(mp.arena_bytes);
+    size_t side = p->arena_bytes;
+    for (int v = 0; v < nv; v++) {
+        const pf_ir_value *val = &g->values[v];
+        if (val->data) continue;
+        if (!val->is_input && !val->is_output && v < mp.n_values && mp.offsets[v] >= 0) {
+            off[v] = mp.offsets[v];
+        } else if (val->producer >= 0 || val->is_input || val->is_output) {
+            off[v] = (int64_t)side;
+            side += align_up(tensor_bytes(&vt[v]));
+        }
+    }
+    /* Steps: conversions before Gemm/MatMul, one step per live node. */
+    int cap = 0;
+    for (int i = 0; i < g->n_nodes; i++) cap += g->nodes[i].dead ? 0 : 1 + g->nodes[i].n_in;
+    p->steps = calloc((size_t)cap + 1, sizeof *p->steps);
+    if (!p->steps) {
+        st = pf_set_error(PF_ERR_NOMEM, "nn cuda: out of host memory planning");
+        goto done;
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pf_ir_node *n = &g->nodes[i];
+        if (n->dead || (n->op != PF_IR_GEMM && n->op != PF_IR_MATMUL)) continue;
+        for (int j = 0; j < n->n_in; j++) {
+            const int v = n->in[j];
+            if (v < 0 || !nhwc[v] || rm_off[v]) continue;
+            rm[v] = vt[v];
+            set_strides(&rm[v], false);
+            rm_off[v] = (int64_t)side;
+            side += align_up(tensor_bytes(&rm[v]));
+        }
+    }
+    /* Weights and per-node preparation (descriptors need only shapes). */
+    for (int v = 0; v < nv; v++) {
+        const pf_ir_value *val = &g->values[v];
+        if (!val->data) continue;
+        bool rowmajor = val->is_output;
+        for (int i = 0; i < g->n_nodes && !rowmajor; i++) {
+            const pf_ir_node *n = &g->nodes[i];
+            if (n->dead) continue;
+            for (int j = 0; j < n->n_in; j++)
+                if (n->in[j] == v && !(is_conv_op(n->op) && j == 1)) rowmajor = true;
+        }
+        if (!rowmajor) continue;
+        const void *d = NULL;
+        st = pf_cux_weight_get(c, g, v, PF_CUX_ROWMAJOR, &d);
+        if (st != PF_OK) goto done;
+        vt[v].data = (void *)d;
+        set_strides(&vt[v], false);
+    }
+    size_t ws = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pf_ir_node *n = &g->nodes[i];
+        if (n->dead) continue;
+        step *s = &p->steps[p->n_steps];
+        if (n->op == PF_IR_GEMM || n->op == PF_IR_MATMUL) {
+            for (int j = 0; j < n->n_in; j++) {
+                const int v = n->in[j];
+                if (v < 0 || !rm_off[v]) continue;
+                /* Converted once, right before its first Gemm/MatMul reader:
+                 * later readers are later steps, the side copy stays valid. */
+                bool done_before = false;
+                for (int q = 0; q < p->n_steps; q++)
+                    if (p->steps[q].kind == K_CONVERT && p->steps[q].node == -1 - v)
+                        done_before = true;
+                if (done_before) continue;
+                s->node = -1 - v;
+                s->kind = K_CONVERT;
+                p->n_steps++;
+                s = &p->steps[p->n_steps];
+            }
+        }
+        s->node = i;
+        s->kind = is_conv_op(n->op) ? K_CONV : (n->op == PF_IR_GEMM || n->op == PF_IR_MATMUL)
+                                                   ? K_GEMM : K_KERNEL;
+        for (int j = 0; j < n->n_in; j++) {
+            const int v = n->in[j];
+            if (v < 0) continue;
+            s->in[j] = (s->kind == K_GEMM && rm_off[v]) ? rm[v] : vt[v];
+        }
+        for (int j = 0; j < n->n_out; j++)
+            if (n->out[j] >= 0) s->out[j] = vt[n->out[j]];
+        if (s->kind == K_CONV) {
+            st = pf_cux_conv_prepare(c, g, i, &s->in[0], &s->out[0], &s->conv);
+            if (st != PF_OK) {
+                pf_cux_conv_release(&s->conv);
+                goto done;
+            }
+            const size_t need = s->conv.tmp_bytes + s->conv.ws_bytes;
+            if (need > ws) ws = need;
+        } else if (s->kind == K_GEMM) {
+            st = pf_cux_gemm_prepare(c, g, i, s->in, &s->out[0], &s->gemm);
+            if (st != PF_OK) goto done;
+        }
+        p->n_steps++;
+    }
+    p->ws_bytes = align_up(ws);
+    p->mem_bytes = side + p->ws_bytes;
+    st = pf_allocator_alloc(c->alloc, p->mem_bytes ? p->mem_bytes : ALIGN, NULL, &p->mem);
+    if (st != PF_OK) goto done;
+    char *base = pf_buffer_data(p->mem);
+    p->ws = base + side;
+    for (int v = 0; v < nv; v++) {
+        if (off[v] >= 0) vt[v].data = base + off[v];
+        if (rm_off[v]) rm[v].data = base + rm_off[v];
+    }
+    /* Resolve the steps' tensors now that the memory exists. */
+    for (int q = 0; q < p->n_steps; q++) {
+        step *s = &p->steps[q];
+        if (s->kind == K_CONVERT) {
+            const int v = -1 - s->node;
+            s->in[0] = vt[v];
+            s->out[0] = rm[v];
+            continue;
+        }
+        const pf_ir_node *n = &g->nodes[s->node];
+        for (int j = 0; j < n->n_in; j++) {
+            const int v = n->in[j];
+            if (v < 0) continue;
+            s->in[j].data = (s->kind == K_GEMM && rm_off[v]) ? rm[v].data : vt[v].data;
+        }
+        for (int j = 0; j < n->n_out; j++)
+            if (n->out[j] >= 0) s->out[j].data = vt[n->out[j]].data;
+    }
+    p->vin = calloc((size_t)g->n_inputs + 1, sizeof *p->vin);
+    p->vout = calloc((size_t)g->n_outputs + 1, sizeof *p->vout);
+    p->cap_ptr = calloc((size_t)(g->n_inputs + g->n_outputs) + 1, sizeof *p->cap_ptr);
+    p->cap_dt = calloc((size_t)(g->n_inputs + g->n_outputs) + 1, sizeof *p->cap_dt);
+    if (!p->vin || !p->vout || !p->cap_ptr || !p->cap_dt) {
+        st = pf_set_error(PF_ERR_NOMEM, "nn cuda: out of host memory planning");
+        goto done;
+    }
+    for (int k = 0; k < g->n_inputs; k++) p->vin[k] = vt[g->inputs[k]];
+    for (int k = 0; k < g->n_outputs; k++) p->vout[k] = vt[g->outputs[k]];
+    ce = cudaEventCreate(&p->ev0);
+    if (ce == cudaSuccess) ce = cudaEventCreate(&p->ev1);
+    if (ce != cudaSuccess) st = cu_fail(ce, "cudaEventCreate");
+
+done:
+    pf_ir_mem_plan_free(&mp);
+    free(vt);
+    free(nhwc);
+    free(conv_in);
+    free(off);
+    free(rm);
+    free(rm_off);
+    if (st != PF_OK) {
+        plan_destroy(c, p);
+        return st;
+    }
+    *out = p;
+    return PF_OK;
+}
+
+/* ---- runs ------------------------------------------------------------------------------- */
+
+static pf_ir_dtype ir_of(pf_dtype t)
+{
+    switch (t) {
+    case PF_DTYPE_F32: return PF_IR_F32;
+    case PF_DTYPE_F16: return PF_IR_F16;
+    case PF_DTYPE_I32: return PF_IR_I32;
+    default: return PF_IR_U8;
+    }
+}
+
+static pf_nn_cu_tensor user_tensor(const pf_tensor *t)
+{
+    pf_nn_cu_tensor u;
+    memset(&u, 0, sizeof u);
+    u.data = t->data;
+    u.dtype = ir_of(t->dtype);
+    u.ndim = t->ndim;
+    for (int d = 0; d < t->ndim; d++) {
+        u.dims[d] = t->shape[d];
+        u.strides[d] = t->strides[d];
+    }
+    return u;
+}
+
+static pf_status run_step(pf_cux_ctx *c, plan *p, step *s, cudaStream_t cs)
+{
+    switch (s->kind) {
+    case K_CONVERT: return pf_nn_cuda_copy(&s->in[0], &s->out[0], cs);
+    case K_CONV: return pf_cux_conv_run(c, p->g, s->node, &s->conv, &s->in[0], &s->out[0], p->ws, cs);
+    case K_GEMM: return pf_cux_gemm_run(c, p->g, s->node, &s->gemm, s->in, &s->out[0], cs);
+    default: return pf_nn_cuda_run_node(p->g, s->node, s->in, s->out, cs, p->ws, p->ws_bytes);
+    }
+}
+
+/* The whole run in stream order. With `times`, events around each node. */
+static pf_status run_eager(pf_cux_ctx *c, plan *p, cudaStream_t cs, const pf_tensor *in,
+                           pf_tensor *out, cudaEvent_t *evs)
+{
+    const pf_ir_graph *g = p->g;
+    pf_status st;
+    for (int k = 0; k < g->n_inputs; k++) {
+        pf_nn_cu_tensor u = user_tensor(&in[k]);
+        if (u.ndim != p->vin[k].ndim) {
+            /* A rank mismatch exec.c let through (a scalar as [1]): view the
+             * caller's data with the plan's shape, contiguous. */
+            u.ndim = p->vin[k].ndim;
+            memcpy(u.dims, p->vin[k].dims, sizeof u.dims);
+            set_strides(&u, false);
+        }
+        st = pf_nn_cuda_copy(&u, &p->vin[k], cs);
+        if (st != PF_OK) return st;
+    }
+    for (int q = 0; q < p->n_steps; q++) {
+        if (evs) cudaEventRecord(evs[2 * q], cs);
+        st = run_step(c, p, &p->steps[q], cs);
+        if (st != PF_OK) return st;
+        if (evs) cudaEventRecord(evs[2 * q + 1], cs);
+    }
+    for (int k = 0; k < g->n_outputs; k++) {
+        pf_nn_cu_tensor u = user_tensor(&out[k]);
+        if (u.ndim != p->vout[k].ndim) {
+            u.ndim = p->vout[k].ndim;
+            memcpy(u.dims, p->vout[k].dims, sizeof u.dims);
+            set_strides(&u, false);
+        }
+        st = pf_nn_cuda_copy(&p->vout[k], &u, cs);
+        if (st != PF_OK) return st;
+    }
+    return PF_OK;
+}
+
+static bool io_matches(const plan *p, const pf_tensor *in, int n_in, const pf_tensor *out,
+                       int n_out)
+{
+    for (int k = 0; k < n_in; k++)
+        if (p->cap_ptr[k] != in[k].data || p->cap_dt[k] != (int)in[k].dtype) return false;
+    for (int k = 0; k < n_out; k++)
+        if (p->cap_ptr[n_in + k] != out[k].data || p->cap_dt[n_in + k] != (int)out[k].dtype)
+            return false;
+    return true;
+}
+
+static pf_status capture(pf_cux_ctx *c, plan *p, cudaStream_t cs, const pf_tensor *in, int n_in,
+                         pf_tensor *out, int n_out)
+{
+    cudaGraph_t graph = NULL;
+    cudaError_t e = cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) return cu_fail(e, "cudaStreamBeginCapture");
+    pf_status st = run_eager(c, p, cs, in, out, NULL);
+    e = cudaStreamEndCapture(cs, &graph);
+    if (st != PF_OK) {
+        if (graph) cudaGraphDestroy(graph);
+        return st;
+    }
+    if (e != cudaSuccess || !graph) {
+        (void)cudaGetLastError();
+        if (graph) cudaGraphDestroy(graph);
+        p->uncapturable = true;
+        return PF_AGAIN;
+    }
+    if (p->exec) {
+        cudaGraphExecUpdateResultInfo info;
+        if (cudaGraphExecUpdate(p->exec, graph, &info) != cudaSuccess) {
+            (void)cudaGetLastError();
+            cudaGraphExecDestroy(p->exec);
+            p->exec = NULL;
+        }
+    }
+    if (!p->exec) {
+        e = cudaGraphInstantiate(&p->exec, graph, 0);
+        if (e != cudaSuccess) {
+            p->exec = NULL;
+            cudaGraphDestroy(graph);
+            (void)cudaGetLastError();
+            p->uncapturable = true;
+            return PF_AGAIN;
+        }
+    }
+    cudaGraphDestroy(graph);
+    p->graphs++;
+    for (int k = 0; k < n_in; k++) {
+        p->cap_ptr[k] = in[k].data;
+        p->cap_dt[k] = (int)in[k].dtype;
+    }
+    for (int k = 0; k < n_out; k++) {
+        p->cap_ptr[n_in + k] = out[k].data;
+        p->cap_dt[n_in + k] = (int)out[k].dtype;
+    }
+    return PF_OK;
+}
+
+static cudaStream_t stream_of(pf_cux_ctx *c, pf_stream *s)
+{
+    return (cudaStream_t)pf_stream_native(s ? s : c->own_stream);
+}
+
+static pf_status plan_run(void *vc, void *vp, pf_stream *stream, const pf_tensor *in, int n_in,
+                          pf_tensor *out, int n_out)
+{
+    pf_cux_ctx *c = vc;
+    plan *p = vp;
+    cudaStream_t cs = stream_of(c, stream);
+    pf_status st = bind_stream(c, cs);
+    if (st != PF_OK) return st;
+    cudaEventRecord(p->ev0, cs);
+    bool launched = false;
+    if (c->p.cuda_graphs && !p->uncapturable && p->runs > 0) {
+        if (!p->exec || !io_matches(p, in, n_in, out, n_out)) {
+            st = capture(c, p, cs, in, n_in, out, n_out);
+            if (st != PF_OK && st != PF_AGAIN) return st;
+        }
+        if (p->exec && !p->uncapturable) {
+            cudaError_t e = cudaGraphLaunch(p->exec, cs);
+            if (e != cudaSuccess) return cu_fail(e, "cudaGraphLaunch");
+            launched = true;
+        }
+    }
+    if (!launched) {
+        st = run_eager(c, p, cs, in, out, NULL);
+        if (st != PF_OK) return st;
+    }
+    cudaError_t e = cudaEventRecord(p->ev1, cs);
+    if (e != cudaSuccess) return cu_fail(e, "cudaEventRecord");
+    p->timed = true;
+    p->runs++;
+    c->last_plan = p;
+    return PF_OK;
+}
+
+static pf_status plan_profile(void *vc, void *vp, pf_stream *stream, const pf_tensor *in,
+                              int n_in, pf_tensor *out, int n_out, pf_nn_node_time *times,
+                              int cap, int *n)
+{
+    (void)n_in;
+    (void)n_out;
+    pf_cux_ctx *c = vc;
+    plan *p = vp;
+    cudaStream_t cs = stream_of(c, stream);
+    pf_status st = bind_stream(c, cs);
+    if (st != PF_OK) return st;
+    cudaEvent_t *evs = calloc((size_t)p->n_steps * 2 + 1, sizeof *evs);
+    if (!evs) return pf_set_error(PF_ERR_NOMEM, "nn cuda: out of host memory profiling");
+    int made = 0;
+    cudaError_t e = cudaSuccess;
+    for (; made < 2 * p->n_steps && e == cudaSuccess; made++) e = cudaEventCreate(&evs[made]);
+    if (e != cudaSuccess) st = cu_fail(e, "cudaEventCreate");
+    if (st == PF_OK) st = run_eager(c, p, cs, in, out, evs);
+    if (st == PF_OK) {
+        e = cudaStreamSynchronize(cs);
+        if (e != cudaSuccess) st = cu_fail(e, "cudaStreamSynchronize");
+    }
+    /* One entry per IR node: a conversion step counts towards its reader. */
+    int k = 0;
+    float pending = 0.0f;
+    for (int q = 0; st == PF_OK && q < p->n_steps; q++) {
+        float ms = 0.0f;
+        cudaEventElapsedTime(&ms, evs[2 * q], evs[2 * q + 1]);
+        const step *s = &p->steps[q];
+        if (s->kind == K_CONVERT) {
+            pending += ms;
+            continue;
+        }
+        if (k < cap) {
+            const pf_ir_node *nd = &p->g->nodes[s->node];
+            times[k].name = nd->name;
+            times[k].op = pf_ir_op_name(nd->op);
+            if (!times[k].op) times[k].op = nd->src_op;
+            times[k].ms = (double)(ms + pending);
+        }
+        pending = 0.0f;
+        k++;
+    }
+    if (n) *n = k;
+    for (int i = 0; i < made; i++)
+        if (evs[i]) cudaEventDestroy(evs[i]);
+    free(evs);
+    return st;
+}
+
+static void plan_stats(void *vc, void *vp, pf_nn_exec_stats *acc)
+{
+    pf_cux_ctx *c = vc;
+    plan *p = vp;
+    acc->weight_bytes = c->weight_bytes;
+    if (p) {
+        acc->graphs += p->graphs;
+        if (p->mem_bytes > acc->arena_bytes) acc->arena_bytes = p->mem_bytes;
+        float ms = 0.0f;
+        if (p->timed && c->last_plan == p && cudaEventQuery(p->ev1) == cudaSuccess &&
+            cudaEventElapsedTime(&ms, p->ev0, p->ev1) == cudaSuccess)
+            acc->last_run_ms = ms;
+        (void)cudaGetLastError();
+    }
+}
+
+static const pf_nn_backend cuda_backend = {
+    .name = "cuda",
+    .ctx_create = ctx_create,
+    .ctx_destroy = ctx_destroy,
+    .plan_create = plan_create,
+    .plan_destroy = plan_destroy,
+    .plan_run = plan_run,
+    .plan_profile = plan_profile,
+    .plan_stats = plan_stats,
+};
+
+const pf_nn_backend *pf_nn_backend_cuda(void) { return &cuda_backend; }

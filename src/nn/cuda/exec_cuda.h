@@ -1,0 +1,93 @@
+/* Private to src/nn/cuda: the CUDA executor's context and plan, shared by
+ * exec_cuda.c (plan building, runs, graphs), cudnn_conv.c (Conv and
+ * ConvTranspose through cuDNN) and cublas_gemm.c (Gemm and MatMul through
+ * cuBLAS). Design notes are in exec_cuda.c. */
+#ifndef PF_NN_CUDA_EXEC_CUDA_H
+#define PF_NN_CUDA_EXEC_CUDA_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include "../backend.h"
+#include "cu_internal.h"
+
+typedef struct pf_cux_weight pf_cux_weight;
+
+typedef struct pf_cux_ctx {
+    pf_device *dev;
+    pf_nn_exec_params p;
+    bool fp16;
+    pf_allocator *alloc;        /* weights, arenas; capped by p.memory_cap */
+    pf_stream *own_stream;
+    cudnnHandle_t cudnn;
+    cublasHandle_t cublas;
+    pf_buffer *cublas_ws;       /* cuBLAS workspace (set per run: graph-safe) */
+    size_t cublas_ws_bytes;
+    pf_cux_weight *weights;     /* uploaded constants, shared by all plans */
+    size_t weight_bytes;
+    void *last_plan;            /* the plan of the latest run (stats) */
+} pf_cux_ctx;
+
+/* Weight forms: the same constant uploaded for different uses. */
+enum { PF_CUX_ROWMAJOR = 0, PF_CUX_FILTER_NHWC = 1 };
+
+/* A device copy of constant value `v` of g in the ctx precision (floats
+ * F16 in FP16 mode), uploaded once per (name, bytes, form). */
+pf_status pf_cux_weight_get(pf_cux_ctx *c, const pf_ir_graph *g, int v, int form,
+                            const void **out);
+
+/* The device dtype of an IR dtype in this ctx. */
+pf_ir_dtype pf_cux_dtype(const pf_cux_ctx *c, pf_ir_dtype t);
+
+typedef struct pf_cux_conv {
+    bool transpose;
+    bool nhwc;
+    cudnnTensorDescriptor_t xd, yd, bd, td;
+    cudnnFilterDescriptor_t wd;
+    cudnnConvolutionDescriptor_t cd;
+    cudnnActivationDescriptor_t ad;
+    int algo;
+    size_t ws_bytes;            /* cuDNN workspace */
+    bool fused;                 /* bias + relu inside cudnnConvolutionBiasActivationForward */
+    /* Asymmetric pads: Conv pads its input into tmp (explicit zero rows/
+     * cols, then symmetric cuDNN pads); ConvTranspose computes a larger
+     * output into tmp and crops it. tmp lies at the start of the workspace. */
+    bool use_tmp;
+    pf_nn_cu_tensor tmp;        /* data = NULL (offset 0 of the workspace) */
+    int64_t crop[2];            /* ConvTranspose: tmp start per spatial axis */
+    pf_cu_pad pad;              /* Conv: input -> tmp */
+    size_t tmp_bytes;
+    const void *w, *b;
+} pf_cux_conv;
+
+/* Plan time: descriptors, algorithm and workspace for node `node` with the
+ * resolved x/y tensors. */
+pf_status pf_cux_conv_prepare(pf_cux_ctx *c, const pf_ir_graph *g, int node,
+                              const pf_nn_cu_tensor *x, const pf_nn_cu_tensor *y,
+                              pf_cux_conv *cv);
+pf_status pf_cux_conv_run(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_conv *cv,
+                          const pf_nn_cu_tensor *x, const pf_nn_cu_tensor *y, void *ws,
+                          cudaStream_t s);
+void pf_cux_conv_release(pf_cux_conv *cv);
+
+typedef struct pf_cux_gemm {
+    bool matmul;
+    int64_t m, n, k, batch;
+    int64_t stride_a, stride_b, stride_y; /* elements; 0 = broadcast */
+    bool trans_a, trans_b;
+    int64_t lda, ldb;
+    float alpha, beta;
+} pf_cux_gemm;
+
+pf_status pf_cux_gemm_prepare(pf_cux_ctx *c, const pf_ir_graph *g, int node,
+                              const pf_nn_cu_tensor *in, const pf_nn_cu_tensor *y,
+                              pf_cux_gemm *gm);
+pf_status pf_cux_gemm_run(pf_cux_ctx *c, const pf_ir_graph *g, int node, const pf_cux_gemm *gm,
+                          const pf_nn_cu_tensor *in, const pf_nn_cu_tensor *y, cudaStream_t s);
+
+/* "node 3 'conv1' (Conv)" without depending on pf_ir_node_desc. */
+const char *pf_cux_desc(const pf_ir_graph *g, int node, char *buf, size_t size);
+size_t pf_cux_esz(pf_ir_dtype t);
+
+#endif

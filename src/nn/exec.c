@@ -1,0 +1,440 @@
+/* pf_nn_exec: the public executor over a backend table (backend.h).
+ *
+ * Design
+ * - The executor holds a model reference, a backend (CPU always; CUDA when
+ *   compiled in and asked for) with its per-executor ctx, and a plan cache
+ *   keyed by batch size. A plan is built on the first run at a batch size
+ *   (or by pf_nn_exec_reserve for all of them): the model's graph
+ *   specialised to that batch and optimised, handed to the backend, which
+ *   keeps a pointer to it; the graph is freed after the plan.
+ * - Every argument of a run is validated here so backends only do the fast
+ *   path: counts, dtypes, contiguity, shapes (against the plan graph's
+ *   values, so the batch dimension is checked too), memory domains and
+ *   overlap of outputs with inputs. Messages name the tensor by its model
+ *   name and the offending dim or dtype.
+ * - The batch of a run comes from the caller's inputs: the dims that are
+ *   symbolic in the model (PF_IR_DIM_BATCH) must all agree and lie in
+ *   [1, max_batch]. Fixed-batch models have one plan, at their batch.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/error.h"
+#include "backend.h"
+#include "model.h"
+
+typedef struct exec_plan {
+    int64_t batch;
+    pf_ir_graph *g;
+    void *plan;
+} exec_plan;
+
+struct pf_nn_exec {
+    pf_model *model;
+    const pf_nn_backend *be;
+    void *ctx;
+    pf_nn_exec_params params;
+    pf_device_type dev_type;
+    exec_plan *plans;
+    int n_plans, cap_plans;
+    int64_t runs;
+    double last_run_ms;
+};
+
+pf_nn_exec_params pf_nn_exec_params_default(void)
+{
+    pf_nn_exec_params p;
+    memset(&p, 0, sizeof p);
+    p.device = NULL;
+    p.precision = PF_NN_FP32;
+    p.max_batch = 1;
+    p.pool = NULL;
+    p.cuda_graphs = true;
+    p.allow_tf32 = false;
+    p.memory_cap = 0;
+    return p;
+}
+
+static const pf_nn_backend *pick_backend(pf_device_type t)
+{
+    if (t == PF_DEVICE_CPU) return &pf_nn_backend_cpu;
+#ifdef PF_HAVE_CUDA
+    if (t == PF_DEVICE_CUDA) return pf_nn_backend_cuda();
+#endif
+    return NULL;
+}
+
+pf_status pf_nn_exec_create(pf_model *m, const pf_nn_exec_params *p, pf_nn_exec **out)
+{
+    PF_CHECK_ARG(out, "pf_nn_exec_create", "NULL out");
+    *out = NULL;
+    PF_CHECK_ARG(m, "pf_nn_exec_create", "NULL model");
+    pf_nn_exec_params prm = p ? *p : pf_nn_exec_params_default();
+    const char *mname = pf_model_name(m);
+    pf_device_type t = prm.device ? pf_device_get_type(prm.device) : PF_DEVICE_CPU;
+    if (prm.precision != PF_NN_FP32 && prm.precision != PF_NN_FP16)
+        return pf_set_error(PF_ERR_INVALID, "pf_nn_exec_create: %s: unknown precision %d", mname,
+                            (int)prm.precision);
+    if (t == PF_DEVICE_CPU && prm.precision == PF_NN_FP16)
+        return pf_set_error(PF_ERR_UNSUPPORTED,
+                            "pf_nn_exec_create: %s: the CPU executor computes in FP32 only; "
+                            "use PF_NN_FP32 on the CPU (FP16 needs a CUDA device)", mname);
+    if (pf_model_has_symbolic_batch(m)) {
+        if (prm.max_batch < 1)
+            return pf_set_error(PF_ERR_INVALID, "pf_nn_exec_create: %s: max_batch %d (must be "
+                                ">= 1)", mname, prm.max_batch);
+    } else {
+        /* Fixed-batch models: max_batch is their batch, whatever was asked. */
+        int64_t fb = pf_model_fixed_batch(m);
+        prm.max_batch = fb > 0 && fb <= INT32_MAX ? (int)fb : 1;
+    }
+    const pf_nn_backend *be = pick_backend(t);
+    if (!be)
+        return pf_set_error(PF_ERR_UNSUPPORTED, "pf_nn_exec_create: %s: no nn executor for "
+                            "device %s in this build", mname,
+                            prm.device ? pf_device_spec(prm.device) : "cpu");
+    pf_nn_exec *x = calloc(1, sizeof *x);
+    if (!x) return pf_set_error(PF_ERR_NOMEM, "pf_nn_exec_create: out of memory");
+    x->be = be;
+    x->params = prm;
+    x->dev_type = t;
+    pf_status st = be->ctx_create(&x->params, &x->ctx);
+    if (st) {
+        free(x);
+        return st;
+    }
+    x->model = pf_model_ref(m);
+    *out = x;
+    return PF_OK;
+}
+
+void pf_nn_exec_destroy(pf_nn_exec **px)
+{
+    if (!px || !*px) return;
+    pf_nn_exec *x = *px;
+    *px = NULL;
+    for (int i = 0; i < x->n_plans; i++) {
+        x->be->plan_destroy(x->ctx, x->plans[i].plan);
+        pf_ir_graph_destroy(&x->plans[i].g);
+    }
+    free(x->plans);
+    x->be->ctx_destroy(x->ctx);
+    pf_model_unref(&x->model);
+    free(x);
+}
+
+static exec_plan *find_plan(pf_nn_exec *x, int64_t batch)
+{
+    for (int i = 0; i < x->n_plans; i++)
+        if (x->plans[i].batch == batch) return &x->plans[i];
+    return NULL;
+}
+
+static pf_status get_plan(pf_nn_exec *x, int64_t batch, exec_plan **out)
+{
+    exec_plan *e = find_plan(x, batch);
+    if (e) {
+        *out = e;
+        return PF_OK;
+    }
+    if (x->n_plans == x->cap_plans) {
+        int cap = x->cap_plans ? 2 * x->cap_plans : 4;
+        exec_plan *n = realloc(x->plans, (size_t)cap * sizeof *n);
+        if (!n) return pf_set_error(PF_ERR_NOMEM, "pf_nn_exec: out of memory");
+        x->plans = n;
+        x->cap_plans = cap;
+    }
+    pf_ir_graph *g = NULL;
+    pf_status st = pf_model_graph_for_batch(x->model, batch, &g);
+    if (st) return st;
+    void *plan = NULL;
+    st = x->be->plan_create(x->ctx, g, batch, &plan);
+    if (st) {
+        pf_ir_graph_destroy(&g);
+        return st;
+    }
+    e = &x->plans[x->n_plans++];
+    e->batch = batch;
+    e->g = g;
+    e->plan = plan;
+    *out = e;
+    return PF_OK;
+}
+
+pf_status pf_nn_exec_reserve(pf_nn_exec *x)
+{
+    PF_CHECK_ARG(x, "pf_nn_exec_reserve", "NULL executor");
+    exec_plan *e;
+    if (!pf_model_has_symbolic_batch(x->model))
+        return get_plan(x, pf_model_fixed_batch(x->model), &e);
+    for (int b = 1; b <= x->params.max_batch; b++) {
+        pf_status st = get_plan(x, b, &e);
+        if (st) return st;
+    }
+    return PF_OK;
+}
+
+/* --- validation -------------------------------------------------------------------- */
+
+static const char *exec_fn = "pf_nn_exec_run";
+
+/* Which caller dtypes a graph value of dtype t accepts. */
+static bool dtype_ok(pf_ir_dtype t, pf_dtype d)
+{
+    switch (t) {
+    case PF_IR_F32: case PF_IR_F16: case PF_IR_F64:
+        return d == PF_DTYPE_F32 || d == PF_DTYPE_F16;
+    case PF_IR_I64: case PF_IR_I32: case PF_IR_I8:
+        return d == PF_DTYPE_I32;
+    case PF_IR_U8: case PF_IR_BOOL:
+        return d == PF_DTYPE_U8;
+    default:
+        return false;
+    }
+}
+
+static const char *accepted_dtypes(pf_ir_dtype t)
+{
+    switch (t) {
+    case PF_IR_F32: case PF_IR_F16: case PF_IR_F64: return "f32 or f16";
+    case PF_IR_I64: case PF_IR_I32: case PF_IR_I8: return "i32";
+    case PF_IR_U8: case PF_IR_BOOL: return "u8";
+    default: return "nothing (unsupported model dtype)";
+    }
+}
+
+static void fmt_shape(char *buf, size_t size, int ndim, const int64_t *dims)
+{
+    size_t k = 0;
+    k += (size_t)snprintf(buf + k, size - k, "[");
+    for (int d = 0; d < ndim && k < size; d++)
+        k += (size_t)snprintf(buf + k, size - k, "%s%lld", d ? ", " : "", (long long)dims[d]);
+    if (k < size) snprintf(buf + k, size - k, "]");
+}
+
+static pf_status check_domain(pf_nn_exec *x, const pf_tensor *t, const char *kind, const char *name)
+{
+    pf_mem_domain d = t->buf ? pf_buffer_domain(t->buf) : PF_MEM_HOST;
+    if (x->dev_type == PF_DEVICE_CPU) {
+        if (d == PF_MEM_DEVICE)
+            return pf_set_error(PF_ERR_INVALID, "%s: %s '%s' is in device memory; the CPU "
+                                "executor needs host memory", exec_fn, kind, name);
+        return PF_OK;
+    }
+    if (d != PF_MEM_DEVICE || pf_buffer_device(t->buf) != x->params.device)
+        return pf_set_error(PF_ERR_INVALID, "%s: %s '%s' is %s memory; the %s executor needs "
+                            "device memory of %s", exec_fn, kind, name,
+                            t->buf ? pf_mem_domain_name(d) : "unowned host",
+                            pf_device_spec(x->params.device), pf_device_spec(x->params.device));
+    return PF_OK;
+}
+
+/* Checks one tensor against a plan graph value. */
+static pf_status check_tensor(pf_nn_exec *x, const pf_tensor *t, const pf_ir_value *v,
+                              const char *kind, int idx)
+{
+    const char *name = v->name;
+    if (!dtype_ok(v->dtype, t->dtype))
+        return pf_set_error(PF_ERR_INVALID, "%s: %s %d '%s' has dtype %s; the model's %s needs %s",
+                            exec_fn, kind, idx, name, pf_dtype_name(t->dtype),
+                            pf_ir_dtype_name(v->dtype), accepted_dtypes(v->dtype));
+    if (t->ndim != v->ndim) {
+        char want[160];
+        fmt_shape(want, sizeof want, v->ndim, v->dims);
+        return pf_set_error(PF_ERR_INVALID, "%s: %s %d '%s' has %d dims; the model needs %d %s",
+                            exec_fn, kind, idx, name, t->ndim, v->ndim, want);
+    }
+    for (int d = 0; d < v->ndim; d++)
+        if (t->shape[d] != v->dims[d]) {
+            char want[160], got[160];
+            fmt_shape(want, sizeof want, v->ndim, v->dims);
+            fmt_shape(got, sizeof got, t->ndim, t->shape);
+            return pf_set_error(PF_ERR_INVALID, "%s: %s %d '%s': dim %d is %lld, the model needs "
+                                "%lld (shape %s, expected %s)", exec_fn, kind, idx, name, d,
+                                (long long)t->shape[d], (long long)v->dims[d], got, want);
+        }
+    if (!pf_tensor_is_contiguous(t))
+        return pf_set_error(PF_ERR_INVALID, "%s: %s %d '%s' is not contiguous (strides must be "
+                            "row-major)", exec_fn, kind, idx, name);
+    if (!t->data && pf_ir_value_numel(v) > 0)
+        return pf_set_error(PF_ERR_INVALID, "%s: %s %d '%s' has no data", exec_fn, kind, idx, name);
+    return check_domain(x, t, kind, name);
+}
+
+/* The batch of a run from the inputs' symbolic dims. */
+static pf_status run_batch(pf_nn_exec *x, const pf_tensor *in, int64_t *batch)
+{
+    const pf_ir_graph *g = pf_model_graph(x->model);
+    if (!pf_model_has_symbolic_batch(x->model)) {
+        *batch = pf_model_fixed_batch(x->model);
+        return PF_OK;
+    }
+    int64_t b = -1;
+    const char *first = NULL;
+    for (int i = 0; i < g->n_inputs; i++) {
+        const pf_ir_value *v = &g->values[g->inputs[i]];
+        for (int d = 0; d < v->ndim; d++) {
+            if (v->dims[d] != PF_IR_DIM_BATCH) continue;
+            if (d >= in[i].ndim)
+                return pf_set_error(PF_ERR_INVALID, "%s: input %d '%s' has %d dims; the model "
+                                    "needs %d", exec_fn, i, v->name, in[i].ndim, v->ndim);
+            int64_t tb = in[i].shape[d];
+            if (tb < 1 || tb > x->params.max_batch)
+                return pf_set_error(PF_ERR_INVALID, "%s: input %d '%s': batch dim %d is %lld, "
+                                    "outside 1..%d (max_batch)", exec_fn, i, v->name, d,
+                                    (long long)tb, x->params.max_batch);
+            if (b >= 0 && tb != b)
+                return pf_set_error(PF_ERR_INVALID, "%s: input %d '%s' has batch %lld but input "
+                                    "'%s' has %lld: all inputs need the same batch", exec_fn, i,
+                                    v->name, (long long)tb, first, (long long)b);
+            b = tb;
+            first = v->name;
+        }
+    }
+    *batch = b < 0 ? 1 : b;
+    return PF_OK;
+}
+
+static bool overlaps(const pf_tensor *a, const pf_tensor *b)
+{
+    size_t na = pf_tensor_nbytes(a), nb = pf_tensor_nbytes(b);
+    if (!a->data || !b->data || !na || !nb) return false;
+    uintptr_t a0 = (uintptr_t)a->data, b0 = (uintptr_t)b->data;
+    return a0 < b0 + nb && b0 < a0 + na;
+}
+
+static pf_status validate(pf_nn_exec *x, const pf_tensor *in, int n_in, pf_tensor *out,
+                          int n_out, exec_plan **plan)
+{
+    const pf_model *m = x->model;
+    if (n_in != pf_model_num_inputs(m) || n_out != pf_model_num_outputs(m))
+        return pf_set_error(PF_ERR_INVALID, "%s: %s: %d inputs and %d outputs given; the model "
+                            "has %d and %d", exec_fn, pf_model_name(m), n_in, n_out,
+                            pf_model_num_inputs(m), pf_model_num_outputs(m));
+    if ((n_in && !in) || (n_out && !out))
+        return pf_set_error(PF_ERR_INVALID, "%s: NULL tensor array", exec_fn);
+    int64_t batch = 1;
+    pf_status st = run_batch(x, in, &batch);
+    if (st) return st;
+    exec_plan *e = NULL;
+    st = get_plan(x, batch, &e);
+    if (st) return st;
+    const pf_ir_graph *g = e->g;
+    if (g->n_inputs != n_in || g->n_outputs != n_out)
+        return pf_set_error(PF_ERR_INTERNAL, "%s: the batch-%lld graph has %d inputs, %d outputs",
+                            exec_fn, (long long)batch, g->n_inputs, g->n_outputs);
+    for (int i = 0; i < n_in; i++) {
+        st = check_tensor(x, &in[i], &g->values[g->inputs[i]], "input", i);
+        if (st) return st;
+    }
+    for (int i = 0; i < n_out; i++) {
+        st = check_tensor(x, &out[i], &g->values[g->outputs[i]], "output", i);
+        if (st) return st;
+        for (int j = 0; j < n_in; j++)
+            if (overlaps(&out[i], &in[j]))
+                return pf_set_error(PF_ERR_INVALID, "%s: output %d '%s' overlaps input %d '%s'",
+                                    exec_fn, i, g->values[g->outputs[i]].name, j,
+                                    g->values[g->inputs[j]].name);
+        for (int j = 0; j < i; j++)
+            if (overlaps(&out[i], &out[j]))
+                return pf_set_error(PF_ERR_INVALID, "%s: output %d '%s' overlaps output %d '%s'",
+                                    exec_fn, i, g->values[g->outputs[i]].name, j,
+                                    g->values[g->outputs[j]].name);
+    }
+    *plan = e;
+    return PF_OK;
+}
+
+pf_status pf_nn_exec_run(pf_nn_exec *x, pf_stream *stream, const pf_tensor *inputs, int n_in,
+                         pf_tensor *outputs, int n_out)
+{
+    PF_CHECK_ARG(x, exec_fn, "NULL executor");
+    exec_plan *e = NULL;
+    pf_status st = validate(x, inputs, n_in, outputs, n_out, &e);
+    if (st) return st;
+    int64_t t0 = pf_time_ns();
+    st = x->be->plan_run(x->ctx, e->plan, stream, inputs, n_in, outputs, n_out);
+    if (st) return st;
+    x->last_run_ms = (double)(pf_time_ns() - t0) / 1e6;
+    x->runs++;
+    return PF_OK;
+}
+
+pf_status pf_nn_exec_get_stats(pf_nn_exec *x, pf_nn_exec_stats *out)
+{
+    PF_CHECK_ARG(x && out, "pf_nn_exec_get_stats", "NULL argument");
+    memset(out, 0, sizeof *out);
+    out->runs = x->runs;
+    out->plans = x->n_plans;
+    out->last_run_ms = x->last_run_ms;
+    for (int i = 0; i < x->n_plans; i++)
+        if (x->be->plan_stats) x->be->plan_stats(x->ctx, x->plans[i].plan, out);
+    return PF_OK;
+}
+
+/* Profiling runs on zero-filled tensors the executor allocates where its
+ * device reads them (host for the CPU, device memory through a temporary
+ * allocator and stream on CUDA). */
+pf_status pf_nn_exec_profile(pf_nn_exec *x, int batch, pf_nn_node_time *times, int cap, int *n)
+{
+    PF_CHECK_ARG(x, "pf_nn_exec_profile", "NULL executor");
+    PF_CHECK_ARG(cap >= 0 && (times || cap == 0), "pf_nn_exec_profile", "times NULL with cap > 0");
+    if (n) *n = 0;
+    if (!x->be->plan_profile)
+        return pf_set_error(PF_ERR_UNSUPPORTED, "pf_nn_exec_profile: the %s executor cannot "
+                            "profile", x->be->name);
+    int64_t b = batch;
+    if (!pf_model_has_symbolic_batch(x->model)) {
+        b = pf_model_fixed_batch(x->model);
+        if (batch != b && batch != 0)
+            return pf_set_error(PF_ERR_INVALID, "pf_nn_exec_profile: %s has a fixed batch of "
+                                "%lld, not %d", pf_model_name(x->model), (long long)b, batch);
+    } else if (batch < 1 || batch > x->params.max_batch) {
+        return pf_set_error(PF_ERR_INVALID, "pf_nn_exec_profile: batch %d outside 1..%d", batch,
+                            x->params.max_batch);
+    }
+    exec_plan *e = NULL;
+    pf_status st = get_plan(x, b, &e);
+    if (st) return st;
+    const pf_ir_graph *g = e->g;
+    bool cpu = x->dev_type == PF_DEVICE_CPU;
+    pf_allocator *alloc = NULL;
+    pf_stream *stream = NULL;
+    if (!cpu) {
+        pf_allocator_params ap = pf_allocator_params_default();
+        ap.device = x->params.device;
+        ap.domain = PF_MEM_DEVICE;
+        ap.name = "nn-profile";
+        st = pf_allocator_create(&ap, &alloc);
+        if (st) return st;
+        pf_stream_params sp = pf_stream_params_default();
+        sp.device = x->params.device;
+        st = pf_stream_create(&sp, &stream);
+        if (st) {
+            pf_allocator_destroy(&alloc);
+            return st;
+        }
+    }
+    int nt = g->n_inputs + g->n_outputs;
+    pf_tensor *t = calloc((size_t)(nt ? nt : 1), sizeof *t);
+    if (!t) st = pf_set_error(PF_ERR_NOMEM, "pf_nn_exec_profile: out of memory");
+    for (int k = 0; t && k < nt && st == PF_OK; k++) {
+        const pf_ir_value *v = &g->values[k < g->n_inputs ? g->inputs[k] : g->outputs[k - g->n_inputs]];
+        pf_dtype d = PF_DTYPE_F32;
+        if (!dtype_ok(v->dtype, d)) d = dtype_ok(v->dtype, PF_DTYPE_I32) ? PF_DTYPE_I32 : PF_DTYPE_U8;
+        st = pf_tensor_alloc(&t[k], d, v->ndim, v->dims, PF_LAYOUT_NONE, alloc, stream);
+        size_t nb = st == PF_OK ? pf_tensor_nbytes(&t[k]) : 0;
+        if (nb && cpu) memset(t[k].data, 0, nb);
+        else if (nb) st = pf_memset_async(stream, t[k].data, 0, nb);
+    }
+    if (st == PF_OK)
+        st = x->be->plan_profile(x->ctx, e->plan, stream, t, g->n_inputs, t + g->n_inputs,
+                                 g->n_outputs, times, cap, n);
+    if (stream) pf_stream_synchronize(stream);
+    for (int k = 0; t && k < nt; k++) pf_tensor_unref(&t[k]);
+    free(t);
+    pf_stream_destroy(&stream);
+    pf_allocator_destroy(&alloc);
+    return st;
+}

@@ -1,0 +1,546 @@
+/* Built-in io stages: io.video_source, io.image_source, io.video_sink,
+ * io.image_sink (pixflow/io.h underneath).
+ *
+ * Sources open their input in the constructor, so a YAML file naming a
+ * missing or unreadable file fails at load with the file in the message.
+ * Frames come from pools (the video reader's own; for images a pool sized
+ * from the first image, with images of another size decoded into a fresh
+ * frame, counted in the log), so the steady state allocates nothing. The
+ * stages always work in host memory (`memory pinned` for pools that feed a
+ * GPU): decoders and encoders run on the CPU, and the runtime moves frames
+ * to and from device stages. Sinks write on one thread in arrival order
+ * (video) or on any number of threads (images). */
+#include <dirent.h>
+#include <glob.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/error.h"
+#include "builtin_io.h"
+#include "frame_pool.h"
+#include "pixflow/io.h"
+
+static const char *const memories[] = {"host", "pinned", NULL};
+
+/* Host or pinned output on any stage: io never produces device memory. */
+static void io_domain(bi_stage *s, pf_stage_desc *d, pf_mem_domain m)
+{
+    s->domain = m;
+    d->accepts = m;
+    d->produces = m;
+}
+
+/* io.video_source ----------------------------------------------------------------------- */
+
+typedef struct vsrc {
+    bi_stage base;
+    pf_video_reader_params rp;
+    char *path, *container;
+    bool loop;
+    int32_t source;
+    int64_t seq;
+    pf_video_reader *r;
+} vsrc;
+
+static void vsrc_free(bi_stage *b)
+{
+    vsrc *s = (vsrc *)b;
+    pf_video_reader_destroy(&s->r);
+    free(s->path);
+    free(s->container);
+}
+
+static pf_status vsrc_generate(void *user, pf_stage_ctx *ctx, pf_item *out)
+{
+    (void)ctx;
+    vsrc *s = user;
+    pf_frame f = {0};
+    pf_status st = pf_video_reader_read(s->r, &f);
+    if (st == PF_EOF && s->loop) {
+        pf_video_reader_destroy(&s->r);
+        st = pf_video_reader_create(&s->rp, &s->r);
+        if (st == PF_OK) st = pf_video_reader_read(s->r, &f);
+    }
+    if (st != PF_OK) return st == PF_EOF ? PF_EOF : pf_set_error(st, "io.video_source: %s", pf_last_error());
+    f.source = s->source;
+    memset(out, 0, sizeof *out);
+    out->frame = f;
+    out->source = s->source;
+    out->seq = s->seq++;
+    return PF_OK;
+}
+
+pf_status bi_video_source_create(bi_args *a, pf_stage_desc *d)
+{
+    pf_status st;
+    vsrc *s = bi_stage_new(sizeof *s, a, d, &st);
+    if (!s) return st;
+    s->base.free_extra = vsrc_free;
+    d->source = vsrc_generate;
+    s->rp = pf_video_reader_params_default();
+    const char *path = bi_str(a, "path");
+    const char *container = bi_str(a, "container");
+    int64_t pool, tmo, src, count, rw, rh;
+    int mem;
+    double fps;
+    pf_pixfmt rawfmt = PF_PIXFMT_NONE;
+    if (!path) st = bi_error(a, NULL, "missing required parameter 'path' (a video file or -)");
+    if (st == PF_OK) st = bi_pixfmt(a, "format", PF_PIXFMT_NONE, false, &s->rp.format);
+    if (st == PF_OK) st = bi_bool(a, "loop", false, &s->loop);
+    if (st == PF_OK) st = bi_int(a, "pool", 8, 1, 1024, &pool);
+    if (st == PF_OK) st = bi_int(a, "pool_timeout_ms", -1, -1, 3600000, &tmo);
+    if (st == PF_OK) st = bi_int(a, "source", 0, 0, INT32_MAX, &src);
+    if (st == PF_OK) st = bi_enum(a, "memory", memories, s->base.cuda ? 1 : 0, &mem);
+    if (st == PF_OK) st = bi_num(a, "fps", 0, 0, false, 1e6, false, &fps);
+    if (st == PF_OK) st = bi_int(a, "count", 0, 0, INT64_MAX, &count);
+    if (st == PF_OK) st = bi_int(a, "raw_width", 0, 0, PF_FRAME_MAX_DIM, &rw);
+    if (st == PF_OK) st = bi_int(a, "raw_height", 0, 0, PF_FRAME_MAX_DIM, &rh);
+    if (st == PF_OK) st = bi_pixfmt(a, "raw_format", PF_PIXFMT_NONE, false, &rawfmt);
+    if (st == PF_OK && s->loop && strcmp(path, "-") == 0)
+        st = bi_error(a, "loop", "loop: stdin cannot be read twice");
+    if (st == PF_OK) {
+        s->path = strdup(path);
+        s->container = container ? strdup(container) : NULL;
+        s->rp.path = s->path;
+        s->rp.container = s->container;
+        s->rp.pool_size = (int)pool;
+        s->rp.pool_timeout_us = tmo < 0 ? -1 : tmo * 1000;
+        s->rp.domain = (pf_mem_domain)mem;
+        s->rp.raw_width = (int)rw;
+        s->rp.raw_height = (int)rh;
+        s->rp.raw_format = rawfmt;
+        s->source = (int32_t)src;
+        d->fps = fps;
+        d->max_items = count;
+        io_domain(&s->base, d, (pf_mem_domain)mem);
+        st = pf_video_reader_create(&s->rp, &s->r);
+        if (st != PF_OK) st = bi_error(a, "path", "%s", pf_last_error());
+    }
+    return bi_create_end(s, d, st);
+}
+
+/* io.image_source ----------------------------------------------------------------------- */
+
+typedef struct isrc {
+    bi_stage base;
+    char **files;
+    int num_files;
+    pf_pixfmt format;
+    bool loop;
+    int32_t source;
+    int pool_frames;
+    pf_mem_domain memory;
+    pf_mutex lock;
+    pf_frame_pool *pool;      /* sized from the first image */
+    int pool_w, pool_h;
+    pf_pixfmt pool_fmt;
+    int64_t pool_timeout_us;
+    int next;
+    int64_t seq;
+    bool warned;
+} isrc;
+
+static void isrc_free(bi_stage *b)
+{
+    isrc *s = (isrc *)b;
+    for (int i = 0; i < s->num_files; i++) free(s->files[i]);
+    free(s->files);
+    pf_frame_pool_destroy(&s->pool);
+    pf_mutex_destroy(&s->lock);
+}
+
+static bool image_name(const char *n)
+{
+    size_t l = strlen(n);
+    const char *exts[] = {".png", ".jpg", ".jpeg", ".PNG", ".JPG", ".JPEG"};
+    for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
+        size_t e = strlen(exts[i]);
+        if (l > e && strcmp(n + l - e, exts[i]) == 0) return true;
+    }
+    return false;
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+static bool add_file(isrc *s, const char *path)
+{
+    char **nf = realloc(s->files, sizeof *nf * (size_t)(s->num_files + 1));
+    if (!nf) return false;
+    s->files = nf;
+    s->files[s->num_files] = strdup(path);
+    return s->files[s->num_files++] != NULL;
+}
+
+/* One entry of `path`: a directory (its images, sorted), a glob pattern, or a file. */
+static pf_status add_entry(isrc *s, bi_args *a, const char *entry)
+{
+    DIR *dir = opendir(entry);
+    if (dir) {
+        int first = s->num_files;
+        struct dirent *de;
+        bool ok = true;
+        while (ok && (de = readdir(dir)) != NULL) {
+            if (!image_name(de->d_name)) continue;
+            char full[4096];
+            snprintf(full, sizeof full, "%s/%s", entry, de->d_name);
+            ok = add_file(s, full);
+        }
+        closedir(dir);
+        if (!ok) return pf_set_error(PF_ERR_NOMEM, "io.image_source: out of host memory");
+        qsort(s->files + first, (size_t)(s->num_files - first), sizeof *s->files, cmp_str);
+        if (s->num_files == first)
+            return bi_error(a, "path", "path: directory '%s' has no .png/.jpg/.jpeg files", entry);
+        return PF_OK;
+    }
+    if (strpbrk(entry, "*?[")) {
+        glob_t g;
+        int rc = glob(entry, 0, NULL, &g);
+        if (rc != 0) {
+            if (rc != GLOB_NOMATCH) globfree(&g);
+            return bi_error(a, "path", "path: no file matches '%s'", entry);
+        }
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            if (!add_file(s, g.gl_pathv[i])) {
+                globfree(&g);
+                return pf_set_error(PF_ERR_NOMEM, "io.image_source: out of host memory");
+            }
+        globfree(&g);
+        return PF_OK;
+    }
+    if (!add_file(s, entry)) return pf_set_error(PF_ERR_NOMEM, "io.image_source: out of host memory");
+    return PF_OK;
+}
+
+static pf_status isrc_generate(void *user, pf_stage_ctx *ctx, pf_item *out)
+{
+    (void)ctx;
+    isrc *s = user;
+    pf_mutex_lock(&s->lock);
+    if (s->next >= s->num_files && s->loop) s->next = 0;
+    if (s->next >= s->num_files) {
+        pf_mutex_unlock(&s->lock);
+        return PF_EOF;
+    }
+    const char *path = s->files[s->next++];
+    int64_t seq = s->seq++;
+    pf_mutex_unlock(&s->lock);
+    pf_image_info info;
+    pf_status st = pf_image_probe(path, &info);
+    if (st != PF_OK) return pf_set_error(st, "io.image_source: %s", pf_last_error());
+    pf_pixfmt fmt = s->format != PF_PIXFMT_NONE ? s->format : info.format;
+    pf_mutex_lock(&s->lock);
+    if (!s->pool) {
+        pf_frame_pool_params pp = {.format = fmt, .width = info.width, .height = info.height,
+                                   .count = s->pool_frames, .domain = s->memory,
+                                   .name = s->base.name};
+        st = pf_frame_pool_create(&pp, &s->pool);
+        s->pool_w = info.width;
+        s->pool_h = info.height;
+        s->pool_fmt = fmt;
+    }
+    bool fits = s->pool_w == info.width && s->pool_h == info.height && s->pool_fmt == fmt;
+    if (st == PF_OK && !fits && !s->warned) {
+        s->warned = true;
+        PF_LOGI("io.image_source %s: %s is %dx%d %s, not the first image's %dx%d %s: such images "
+                "are decoded outside the pool",
+                s->base.name, path, info.width, info.height, pf_pixfmt_name(fmt), s->pool_w,
+                s->pool_h, pf_pixfmt_name(s->pool_fmt));
+    }
+    pf_mutex_unlock(&s->lock);
+    if (st != PF_OK) return st;
+    pf_frame f = {0};
+    if (fits) {
+        st = pf_frame_pool_acquire(s->pool, s->pool_timeout_us, &f);
+        if (st == PF_TIMEOUT || st == PF_AGAIN)
+            return pf_set_error(PF_ERR_BUSY,
+                                "io.image_source: all %d pool frames still in use (downstream "
+                                "holds them; raise 'pool')",
+                                s->pool_frames);
+        if (st == PF_OK) st = pf_image_read_into(path, &f);
+    } else {
+        st = pf_image_read(path, fmt, &f);
+    }
+    if (st != PF_OK) {
+        pf_frame_unref(&f);
+        return pf_set_error(st, "io.image_source: %s", pf_last_error());
+    }
+    f.pts = seq;
+    f.index = seq;
+    f.source = s->source;
+    memset(out, 0, sizeof *out);
+    out->frame = f;
+    out->source = s->source;
+    out->seq = seq;
+    return PF_OK;
+}
+
+pf_status bi_image_source_create(bi_args *a, pf_stage_desc *d)
+{
+    pf_status st;
+    isrc *s = bi_stage_new(sizeof *s, a, d, &st);
+    if (!s) return st;
+    pf_mutex_init(&s->lock);
+    s->base.free_extra = isrc_free;
+    d->source = isrc_generate;
+    const char *path = bi_str(a, "path");
+    int64_t pool, tmo, src, count;
+    int mem;
+    double fps;
+    if (!path)
+        st = bi_error(a, NULL,
+                      "missing required parameter 'path' (image files, a directory or a glob, "
+                      "comma-separated)");
+    if (st == PF_OK) st = bi_pixfmt(a, "format", PF_PIXFMT_RGB24, false, &s->format);
+    if (st == PF_OK && s->format != PF_PIXFMT_RGB24 && s->format != PF_PIXFMT_BGR24 &&
+        s->format != PF_PIXFMT_RGBA && s->format != PF_PIXFMT_GRAY8)
+        st = bi_error(a, "format", "format '%s': images decode to rgb24|bgr24|rgba|gray8",
+                      pf_pixfmt_name(s->format));
+    if (st == PF_OK) st = bi_bool(a, "loop", false, &s->loop);
+    if (st == PF_OK) st = bi_int(a, "pool", 4, 1, 1024, &pool);
+    if (st == PF_OK) st = bi_int(a, "pool_timeout_ms", -1, -1, 3600000, &tmo);
+    if (st == PF_OK) st = bi_int(a, "source", 0, 0, INT32_MAX, &src);
+    if (st == PF_OK) st = bi_enum(a, "memory", memories, s->base.cuda ? 1 : 0, &mem);
+    if (st == PF_OK) st = bi_num(a, "fps", 0, 0, false, 1e6, false, &fps);
+    if (st == PF_OK) st = bi_int(a, "count", 0, 0, INT64_MAX, &count);
+    /* Split the comma-separated list into entries. */
+    if (st == PF_OK) {
+        char *list = strdup(path), *save = NULL;
+        if (!list) st = pf_set_error(PF_ERR_NOMEM, "io.image_source: out of host memory");
+        for (char *e = list ? strtok_r(list, ",", &save) : NULL; e && st == PF_OK;
+             e = strtok_r(NULL, ",", &save)) {
+            while (*e == ' ') e++;
+            if (*e) st = add_entry(s, a, e);
+        }
+        free(list);
+    }
+    if (st == PF_OK && s->num_files == 0) st = bi_error(a, "path", "path '%s': no images", path);
+    /* Check the first image now, so a bad path fails at load. */
+    if (st == PF_OK) {
+        pf_image_info info;
+        if (pf_image_probe(s->files[0], &info) != PF_OK)
+            st = bi_error(a, "path", "%s", pf_last_error());
+    }
+    if (st == PF_OK) {
+        s->pool_frames = (int)pool;
+        s->pool_timeout_us = tmo < 0 ? -1 : tmo * 1000;
+        s->source = (int32_t)src;
+        s->memory = (pf_mem_domain)mem;
+        d->fps = fps;
+        d->max_items = count;
+        io_domain(&s->base, d, s->memory);
+    }
+    return bi_create_end(s, d, st);
+}
+
+/* io.video_sink -------------------------------------------------------------------------- */
+
+typedef struct vsink {
+    bi_stage base;
+    pf_video_writer_params wp;
+    char *path, *container, *codec, *preset, *codec_pixfmt;
+    pf_video_writer *w;
+    pf_status failed;
+} vsink;
+
+static void vsink_close(vsink *s)
+{
+    if (!s->w) return;
+    if (pf_video_writer_close(s->w) != PF_OK)
+        PF_LOGE("io.video_sink %s: %s", s->base.name, pf_last_error());
+    pf_video_writer_destroy(&s->w);
+}
+
+static void vsink_free(bi_stage *b)
+{
+    vsink *s = (vsink *)b;
+    vsink_close(s);
+    free(s->path);
+    free(s->container);
+    free(s->codec);
+    free(s->preset);
+    free(s->codec_pixfmt);
+}
+
+static void vsink_stop(void *user)
+{
+    vsink *s = user;
+    bi_stage_stop_common(&s->base);
+    vsink_close(s);
+}
+
+static pf_status vsink_process(void *user, pf_stage_ctx *ctx, pf_item *items, int n)
+{
+    (void)ctx;
+    vsink *s = user;
+    pf_status st = PF_OK;
+    for (int i = 0; i < n && st == PF_OK; i++) {
+        const pf_frame *f = &items[i].frame;
+        if (!f->data[0]) {
+            st = bi_item_error(&s->base, &items[i], PF_ERR_INVALID, "io.video_sink: the item has no frame");
+            break;
+        }
+        if (!s->w) {
+            /* The first frame decides size and input format. */
+            s->wp.width = f->width;
+            s->wp.height = f->height;
+            s->wp.input_format = f->format;
+            st = pf_video_writer_create(&s->wp, &s->w);
+            if (st != PF_OK) {
+                st = bi_item_failed(&s->base, &items[i], st, "io.video_sink");
+                break;
+            }
+        }
+        st = pf_video_writer_write(s->w, f);
+        if (st != PF_OK) st = bi_item_failed(&s->base, &items[i], st, "io.video_sink");
+    }
+    bi_unref_items(items, n);
+    return st;
+}
+
+static char *dup_opt(const char *v)
+{
+    return v ? strdup(v) : NULL;
+}
+
+pf_status bi_video_sink_create(bi_args *a, pf_stage_desc *d)
+{
+    pf_status st;
+    vsink *s = bi_stage_new(sizeof *s, a, d, &st);
+    if (!s) return st;
+    s->base.free_extra = vsink_free;
+    d->process = vsink_process;
+    d->stop = vsink_stop;
+    d->threads = 1;
+    io_domain(&s->base, d, PF_MEM_HOST);
+    s->wp = pf_video_writer_params_default();
+    const char *path = bi_str(a, "path");
+    const char *codec = bi_str(a, "codec");
+    const char *preset = bi_str(a, "preset");
+    const char *container = bi_str(a, "container");
+    const char *cpf = bi_str(a, "codec_pixfmt");
+    int64_t crf, gop, bitrate, threads;
+    double fps;
+    if (!path) st = bi_error(a, NULL, "missing required parameter 'path' (a video file or -)");
+    if (st == PF_OK) st = bi_num(a, "fps", 30, 0, true, 1e6, false, &fps);
+    if (st == PF_OK) st = bi_int(a, "crf", 23, -1, 63, &crf);
+    if (st == PF_OK) st = bi_int(a, "gop", 0, 0, 100000, &gop);
+    if (st == PF_OK) st = bi_int(a, "bitrate", 0, 0, INT64_MAX, &bitrate);
+    if (st == PF_OK) st = bi_int(a, "codec_threads", 0, 0, 256, &threads);
+    if (st == PF_OK) {
+        s->path = strdup(path);
+        s->codec = dup_opt(codec);
+        s->preset = dup_opt(preset);
+        s->container = dup_opt(container);
+        s->codec_pixfmt = dup_opt(cpf);
+        s->wp.path = s->path;
+        if (s->codec) s->wp.codec = s->codec;
+        if (s->preset) s->wp.preset = s->preset;
+        s->wp.container = s->container;
+        s->wp.codec_pixfmt = s->codec_pixfmt;
+        s->wp.crf = (int)crf;
+        s->wp.gop = (int)gop;
+        s->wp.bitrate = bitrate;
+        s->wp.threads = (int)threads;
+        /* fps as a rational: integers exactly, others in 1/1000 units. */
+        if (fps == (double)(int32_t)fps)
+            s->wp.fps = (pf_rational){(int32_t)fps, 1};
+        else
+            s->wp.fps = (pf_rational){(int32_t)(fps * 1000 + 0.5), 1000};
+        if (!s->path) st = pf_set_error(PF_ERR_NOMEM, "io.video_sink: out of host memory");
+    }
+    return bi_create_end(s, d, st);
+}
+
+/* io.image_sink -------------------------------------------------------------------------- */
+
+typedef struct isink {
+    bi_stage base;
+    char *pattern;
+    pf_image_write_params wp;
+} isink;
+
+static void isink_free(bi_stage *b)
+{
+    free(((isink *)b)->pattern);
+}
+
+/* Expands {seq}, {source} and {index} (zero-padded to 6 digits). */
+static bool expand(const char *pattern, const pf_item *it, char *out, size_t size)
+{
+    size_t n = 0;
+    for (const char *p = pattern; *p;) {
+        long long v = 0;
+        size_t skip = 0;
+        if (strncmp(p, "{seq}", 5) == 0) v = (long long)it->seq, skip = 5;
+        else if (strncmp(p, "{source}", 8) == 0) v = it->source, skip = 8;
+        else if (strncmp(p, "{index}", 7) == 0) v = (long long)it->frame.index, skip = 7;
+        if (skip) {
+            int k = snprintf(out + n, size - n, skip == 8 ? "%lld" : "%06lld", v);
+            if (k < 0 || (size_t)k >= size - n) return false;
+            n += (size_t)k;
+            p += skip;
+        } else {
+            if (n + 1 >= size) return false;
+            out[n++] = *p++;
+        }
+    }
+    out[n] = '\0';
+    return true;
+}
+
+static pf_status isink_process(void *user, pf_stage_ctx *ctx, pf_item *items, int n)
+{
+    (void)ctx;
+    isink *s = user;
+    pf_status st = PF_OK;
+    for (int i = 0; i < n && st == PF_OK; i++) {
+        char path[4096];
+        if (!expand(s->pattern, &items[i], path, sizeof path)) {
+            st = bi_item_error(&s->base, &items[i], PF_ERR_INVALID, "io.image_sink: path too long");
+            break;
+        }
+        st = pf_image_write(path, &items[i].frame, &s->wp);
+        if (st != PF_OK) st = bi_item_failed(&s->base, &items[i], st, "io.image_sink");
+    }
+    bi_unref_items(items, n);
+    return st;
+}
+
+pf_status bi_image_sink_create(bi_args *a, pf_stage_desc *d)
+{
+    static const char *const formats[] = {"auto", "png", "jpeg", NULL};
+    pf_status st;
+    isink *s = bi_stage_new(sizeof *s, a, d, &st);
+    if (!s) return st;
+    s->base.free_extra = isink_free;
+    d->process = isink_process;
+    io_domain(&s->base, d, PF_MEM_HOST);
+    s->wp = pf_image_write_params_default();
+    const char *path = bi_str(a, "path");
+    int64_t q, level;
+    int fmt;
+    bool s444;
+    if (!path)
+        st = bi_error(a, NULL,
+                      "missing required parameter 'path' (e.g. out/frame_{seq}.png; {seq}, "
+                      "{source}, {index} are replaced)");
+    if (st == PF_OK) st = bi_enum(a, "format", formats, 0, &fmt);
+    if (st == PF_OK) st = bi_int(a, "quality", 90, 1, 100, &q);
+    if (st == PF_OK) st = bi_int(a, "compression", 6, 0, 9, &level);
+    if (st == PF_OK) st = bi_bool(a, "chroma444", false, &s444);
+    if (st == PF_OK && fmt == 0 && !strstr(path, ".png") && !strstr(path, ".jp") &&
+        !strstr(path, ".PNG") && !strstr(path, ".JP"))
+        st = bi_error(a, "path", "path '%s': no .png/.jpg extension; set 'format'", path);
+    if (st == PF_OK) {
+        s->pattern = strdup(path);
+        s->wp.format = (pf_image_format)fmt;
+        s->wp.jpeg_quality = (int)q;
+        s->wp.png_compression = (int)level;
+        s->wp.jpeg_subsample_444 = s444;
+        if (!s->pattern) st = pf_set_error(PF_ERR_NOMEM, "io.image_sink: out of host memory");
+    }
+    return bi_create_end(s, d, st);
+}

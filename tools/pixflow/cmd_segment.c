@@ -1,0 +1,492 @@
+/* `pixflow segment INPUT [-o OUTPUT]`: body segmentation of a video, an
+ * image or many images, with the background replaced (blur, a colour, an
+ * image, or kept with an alpha channel) and optional 8-bit masks.
+ *
+ *   read -> ops.preprocess -> nn.infer -> ops.mask_post -> composite -> write
+ *
+ * Throughput mode (default) batches preprocess and inference (--batch) and
+ * lets every edge block, so nothing is dropped; --latency runs batch 1 with
+ * edges of capacity 2: the lowest per-frame latency, still without drops
+ * (a file is processed completely). On video the masks are smoothed over
+ * time (--smooth). Progress goes to stderr (a bar on a terminal, a line a
+ * second otherwise); the summary to stdout, or to stderr when the video
+ * itself goes to stdout (-o -). SIGINT/SIGTERM cancel the pipeline; the
+ * summary so far is still printed. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "segment_job.h"
+
+#define SEG_EXIT_INTERRUPTED 130
+
+static const cli_option seg_options[] = {
+    {"output", "PATH", "output file or directory (also -o); '-' = Y4M on stdout"},
+    {"background", "BG", "blur (default), #RRGGBB, an image file, or none"},
+    {"mask-out", "PATH", "also write 8-bit masks: a directory or a file"},
+    {"alpha", NULL, "RGBA output (PNG, or .mov/.mkv/.webm video) with the mask as alpha"},
+    {"model", "MODEL", "selfie (default), landscape, or a model file path"},
+    {"device", "SPEC", "auto, cpu, cuda, cuda:N (default: $PIXFLOW_DEVICE or auto)"},
+    {"batch", "N", "frames per inference batch in throughput mode (default 8 CPU, 16 GPU)"},
+    {"latency", NULL, "one frame at a time: lowest per-frame latency"},
+    {"smooth", "A", "temporal smoothing of video masks, weight of the new mask (0.6; 1 = off)"},
+    {"trace", "FILE", "write a Chrome/Perfetto trace of the run to FILE"},
+    {"json", NULL, "print the summary as one JSON object"},
+    {"quiet", NULL, "no progress"},
+    {"help", NULL, "show this help"},
+    {NULL, NULL, NULL},
+};
+
+static void seg_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: pixflow segment INPUT... [-o OUTPUT] [--background blur|#RRGGBB|IMAGE|none]\n"
+            "                       [--mask-out PATH] [--alpha] [--model MODEL] [--device SPEC]\n"
+            "                       [--batch N | --latency] [--trace FILE] [--json] [--quiet]\n\n"
+            "Finds the people in a video or images and replaces the background.\n"
+            "INPUT: a video file (Y4M; other containers when built with FFmpeg), '-' for Y4M\n"
+            "on stdin, an image (PNG/JPEG), a directory of images, or a glob ('shots/*.jpg').\n"
+            "Default outputs: NAME_seg.EXT in the current directory (video: .mp4, or .y4m\n"
+            "for Y4M input or without FFmpeg; .mov with --alpha), stdout for stdin, and the\n"
+            "directory 'segmented' for several images. The model is found in $PIXFLOW_MODELS,\n"
+            "the source tree of this program, or the current directory (node_modules/).\n\n"
+            "options:\n");
+    cli_print_options(f, seg_options);
+    fprintf(f, "\nexit status: 0 all done; 1 a failure, or some images could not be read or\n"
+               "written (each is named; the others are done); 2 bad usage; 130 interrupted\n");
+}
+
+/* Signals ------------------------------------------------------------------------------------ */
+
+static pf_pipeline *volatile g_pipeline;
+static volatile sig_atomic_t g_interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_interrupted = 1;
+    pf_pipeline *p = g_pipeline;
+    if (p) pf_pipeline_cancel_async(p);
+}
+
+static void install_signals(bool on)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on ? on_signal : SIG_DFL;
+    sa.sa_flags = on ? SA_RESETHAND : 0;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Options ------------------------------------------------------------------------------------ */
+
+static int usage_error(const char *msg, const char *arg)
+{
+    fprintf(stderr, "pixflow segment: ");
+    fprintf(stderr, msg, arg);
+    fprintf(stderr, " (see 'pixflow segment --help')\n");
+    return CLI_EXIT_USAGE;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* --background: blur | none | #RRGGBB | an image file. */
+static int parse_background(seg_job *job, const char *v)
+{
+    if (!v || !strcmp(v, "blur")) {
+        job->bg = SEG_BG_BLUR;
+        return CLI_EXIT_OK;
+    }
+    if (!strcmp(v, "none")) {
+        job->bg = SEG_BG_NONE;
+        return CLI_EXIT_OK;
+    }
+    if (v[0] == '#') {
+        if (strlen(v) != 7) return usage_error("--background '%s': expected #RRGGBB", v);
+        for (int c = 0; c < 3; c++) {
+            int hi = hexval(v[1 + 2 * c]), lo = hexval(v[2 + 2 * c]);
+            if (hi < 0 || lo < 0) return usage_error("--background '%s': expected #RRGGBB", v);
+            job->color[c] = (uint8_t)(hi * 16 + lo);
+        }
+        job->bg = SEG_BG_COLOR;
+        return CLI_EXIT_OK;
+    }
+    if (pf_image_read(v, PF_PIXFMT_RGB24, &job->bg_image) != PF_OK) {
+        seg_error(job, "--background: %s (expected blur, none, #RRGGBB or an image)",
+                  pf_last_error());
+        return CLI_EXIT_FAIL;
+    }
+    job->bg = SEG_BG_IMAGE;
+    return CLI_EXIT_OK;
+}
+
+static bool parse_int(const char *v, long lo, long hi, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || !end || *end || x < lo || x > hi) return false;
+    *out = x;
+    return true;
+}
+
+/* -o is an alias of --output: rewrite argv before the shared parser sees it. */
+static char **alias_short_output(int argc, char **argv)
+{
+    char **copy = malloc(sizeof *copy * (size_t)(argc + 1));
+    if (!copy) return NULL;
+    static char long_output[] = "--output";
+    for (int i = 0; i < argc; i++) copy[i] = !strcmp(argv[i], "-o") ? long_output : argv[i];
+    copy[argc] = NULL;
+    return copy;
+}
+
+/* The model's input geometry (for ops.preprocess). */
+static bool read_model(seg_job *job)
+{
+    pf_model *m = NULL;
+    if (pf_model_load(job->model, &m) != PF_OK) {
+        seg_error(job, "%s", pf_last_error());
+        return false;
+    }
+    pf_model_io in = pf_model_input(m, 0);
+    bool ok = pf_model_num_inputs(m) == 1 && in.ndim == 4;
+    if (ok) {
+        job->model_nhwc = in.layout != PF_LAYOUT_NCHW && in.shape[3] == 3;
+        job->model_h = (int)(job->model_nhwc ? in.shape[1] : in.shape[2]);
+        job->model_w = (int)(job->model_nhwc ? in.shape[2] : in.shape[3]);
+        ok = job->model_w > 0 && job->model_h > 0;
+    }
+    if (!ok) seg_error(job, "%s: expected one image input [1, H, W, 3] or [1, 3, H, W]", job->model);
+    pf_model_free(&m);
+    return ok;
+}
+
+/* Pipeline ------------------------------------------------------------------------------------- */
+
+typedef struct seg_run {
+    pf_device *dev;
+    int batch;
+    bool latency;
+    const char *trace;
+} seg_run;
+
+static pf_status add_builtin(pf_pipeline *p, const char *type, const char *name, pf_device *dev,
+                             const pf_stage_param *kv, int n, int batch, pf_stage **out)
+{
+    pf_stage_config cfg = {.name = name, .params = kv, .num_params = n, .device = dev};
+    pf_stage_desc d;
+    pf_status st = pf_stage_builtin(type, &cfg, &d);
+    if (st != PF_OK) return st;
+    if (batch > 1) {
+        d.batch.max_batch = batch;
+        d.batch.max_delay_us = 2000;
+    }
+    st = pf_pipeline_add_stage(p, &d, out);
+    if (st != PF_OK) d.destroy(d.user);
+    return st;
+}
+
+/* Builds the pipeline; on failure the message is in err. */
+static pf_status build(seg_job *job, const seg_run *r, pf_pipeline **out, char *err,
+                       size_t errsize)
+{
+    bool gpu = r->dev && pf_device_get_type(r->dev) == PF_DEVICE_CUDA;
+    pf_pipeline_params pp = pf_pipeline_params_default();
+    pp.name = "segment";
+    pp.mode = r->latency ? PF_MODE_CUSTOM : PF_MODE_THROUGHPUT;
+    pp.trace_path = r->trace;
+    pf_pipeline *p = NULL;
+    pf_status st = pf_pipeline_create(&pp, &p);
+    if (st != PF_OK) {
+        snprintf(err, errsize, "%s", pf_last_error());
+        return st;
+    }
+    char w[16], h[16], batch[16], alpha[32];
+    snprintf(w, sizeof w, "%d", job->model_w);
+    snprintf(h, sizeof h, "%d", job->model_h);
+    snprintf(batch, sizeof batch, "%d", r->batch);
+    snprintf(alpha, sizeof alpha, "%g", job->kind == SEG_VIDEO ? (double)job->smooth : 1.0);
+    pf_stage_param pre_kv[] = {{"width", w, 0}, {"height", h, 0},
+                               {"layout", job->model_nhwc ? "nhwc" : "nchw", 0},
+                               {"dtype", gpu ? "f16" : "f32", 0}};
+    pf_stage_param inf_kv[] = {{"model", job->model, 0}, {"precision", gpu ? "fp16" : "fp32", 0}};
+    pf_stage_param post_kv[] = {{"alpha", alpha, 0}, {"size", "frame", 0}};
+    pf_stage *s[6] = {NULL};
+    st = seg_add_source(p, job, &s[0]);
+    if (st == PF_OK)
+        st = add_builtin(p, "ops.preprocess", "preprocess", r->dev, pre_kv, 4, r->batch, &s[1]);
+    if (st == PF_OK)
+        st = add_builtin(p, "nn.infer", "infer", r->dev, inf_kv, 2, r->batch, &s[2]);
+    /* The mask goes to the frame's size only when it is written out;
+     * composite samples the model's mask at every pixel anyway. */
+    if (st == PF_OK)
+        st = add_builtin(p, "ops.mask_post", "mask", r->dev, post_kv, job->mask_out[0] ? 2 : 1,
+                         1, &s[3]);
+    if (st == PF_OK) st = seg_add_composite(p, job, r->dev, &s[4]);
+    if (st == PF_OK) st = seg_add_sink(p, job, &s[5]);
+    pf_edge_params e = pf_edge_params_default();
+    for (int i = 0; i + 1 < 6 && st == PF_OK; i++) {
+        e.capacity = r->latency ? 2 : i < 2 ? r->batch + 8 : 8;
+        st = pf_pipeline_connect(p, s[i], s[i + 1], &e);
+    }
+    if (st != PF_OK) {
+        snprintf(err, errsize, "%s", pf_last_error());
+        pf_pipeline_destroy(&p);
+        return st;
+    }
+    *out = p;
+    return PF_OK;
+}
+
+/* Progress ------------------------------------------------------------------------------------- */
+
+typedef struct progress {
+    int64_t total;            /* frames expected; <= 0 unknown */
+    int64_t t0_ns, last_ns;
+    long long last_done;
+    double rate;              /* smoothed frames/s */
+} progress;
+
+static void progress_update(seg_job *job, progress *pg)
+{
+    int64_t now = pf_time_ns();
+    double interval = job->tty ? 0.25 : 1.0;
+    if ((double)(now - pg->last_ns) / 1e9 < interval * 0.9) return;
+    long long done = atomic_load(&job->frames_done);
+    double dt = (double)(now - pg->last_ns) / 1e9;
+    double inst = dt > 0 ? (double)(done - pg->last_done) / dt : 0;
+    pg->rate = pg->last_done == 0 && pg->rate == 0 ? inst : 0.7 * pg->rate + 0.3 * inst;
+    pg->last_ns = now;
+    pg->last_done = done;
+    char eta[32] = "--:--";
+    if (pg->total > 0 && pg->rate > 0 && done <= pg->total) {
+        long s = (long)((double)(pg->total - done) / pg->rate + 0.5);
+        snprintf(eta, sizeof eta, "%ld:%02ld", s / 60, s % 60);
+    }
+    double elapsed = (double)(now - pg->t0_ns) / 1e9;
+    if (job->tty) {
+        char bar[32];
+        int width = 24, fill = 0;
+        if (pg->total > 0) fill = (int)(width * (done < pg->total ? done : pg->total) / pg->total);
+        for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
+        bar[width] = '\0';
+        if (pg->total > 0)
+            fprintf(stderr, "\r\033[K[%s] %3d%%  %lld/%lld frames  %.1f fps  ETA %s", bar,
+                    (int)(100 * (done < pg->total ? done : pg->total) / pg->total), done,
+                    (long long)pg->total, pg->rate, eta);
+        else
+            fprintf(stderr, "\r\033[K%lld frames  %.1f fps  %.0f s", done, pg->rate, elapsed);
+        atomic_store(&job->progress_shown, 1);
+    } else if (pg->total > 0) {
+        fprintf(stderr, "segment: %lld/%lld frames, %.1f fps, ETA %s\n", done,
+                (long long)pg->total, pg->rate, eta);
+    } else {
+        fprintf(stderr, "segment: %lld frames, %.1f fps, %.0f s\n", done, pg->rate, elapsed);
+    }
+    fflush(stderr);
+}
+
+/* Summary --------------------------------------------------------------------------------------- */
+
+typedef struct summary {
+    long long frames, failed, dropped, corrupt;
+    double elapsed_s, fps, p50_ms, p99_ms;
+    char busiest[64];          /* "" when unknown (copied: stats die with the pipeline) */
+    double busiest_busy;
+    const char *status;        /* "done", "interrupted", "failed" */
+} summary;
+
+static void gather(seg_job *job, pf_pipeline *p, double elapsed_s, summary *s)
+{
+    memset(s, 0, sizeof *s);
+    s->frames = atomic_load(&job->frames_done);
+    s->failed = atomic_load(&job->images_failed);
+    s->elapsed_s = elapsed_s;
+    s->fps = elapsed_s > 0 ? (double)s->frames / elapsed_s : 0;
+    pf_pipeline_stats ps;
+    if (pf_pipeline_get_stats(p, &ps) == PF_OK) {
+        s->dropped = (long long)ps.dropped;
+        s->p50_ms = ps.e2e_p50_us / 1000.0;
+        s->p99_ms = ps.e2e_p99_us / 1000.0;
+        if (ps.bottleneck >= 0 && ps.bottleneck < ps.num_stages) {
+            snprintf(s->busiest, sizeof s->busiest, "%s", ps.stages[ps.bottleneck].name);
+            s->busiest_busy = ps.stages[ps.bottleneck].busy_fraction;
+        }
+    }
+    if (job->reader) {
+        pf_video_reader_stats rs;
+        if (pf_video_reader_get_stats(job->reader, &rs) == PF_OK)
+            s->corrupt = (long long)rs.corrupt_packets;
+    }
+}
+
+static void print_text(FILE *f, const seg_job *job, const seg_run *r, const summary *s)
+{
+    const pf_device_props *dp = r->dev ? pf_device_props_get(r->dev) : NULL;
+    fprintf(f, "pixflow segment: %s -> %s (%s)\n", job->input_label,
+            strcmp(job->output, "-") ? job->output : "<stdout>", s->status);
+    if (job->kind == SEG_IMAGES)
+        fprintf(f, "  frames    %lld of %d images (%lld failed)\n", s->frames, job->num_inputs,
+                s->failed);
+    else
+        fprintf(f, "  frames    %lld\n", s->frames);
+    fprintf(f, "  fps       %.1f (%.2f s)\n", s->fps, s->elapsed_s);
+    fprintf(f, "  latency   p50 %.2f ms, p99 %.2f ms per frame (%s, batch %d)\n", s->p50_ms,
+            s->p99_ms, r->latency ? "latency mode" : "throughput mode", r->batch);
+    fprintf(f, "  drops     %lld (corrupt packets skipped: %lld)\n", s->dropped, s->corrupt);
+    fprintf(f, "  device    %s (%s)\n", r->dev ? pf_device_spec(r->dev) : "cpu",
+            dp ? dp->name : "");
+    fprintf(f, "  model     %s (%dx%d)\n", job->model, job->model_w, job->model_h);
+    if (job->mask_out[0]) fprintf(f, "  masks     %s\n", job->mask_out);
+    if (s->busiest[0]) fprintf(f, "  busiest   %s (%.0f%% busy)\n", s->busiest, 100 * s->busiest_busy);
+}
+
+static void print_json(FILE *f, const seg_job *job, const seg_run *r, const summary *s)
+{
+    cli_json j;
+    cli_json_init(&j, f);
+    cli_json_object_begin(&j, NULL);
+    cli_json_string(&j, "status", s->status);
+    cli_json_string(&j, "input", job->input_label);
+    cli_json_string(&j, "kind", job->kind == SEG_VIDEO ? "video" : "images");
+    cli_json_string(&j, "output", job->output);
+    cli_json_string(&j, "mask_out", job->mask_out[0] ? job->mask_out : NULL);
+    cli_json_int(&j, "frames", s->frames);
+    if (job->kind == SEG_IMAGES) cli_json_int(&j, "images", job->num_inputs);
+    cli_json_int(&j, "failed", s->failed);
+    cli_json_double(&j, "fps", s->fps);
+    cli_json_double(&j, "elapsed_s", s->elapsed_s);
+    cli_json_double(&j, "latency_p50_ms", s->p50_ms);
+    cli_json_double(&j, "latency_p99_ms", s->p99_ms);
+    cli_json_int(&j, "dropped", s->dropped);
+    cli_json_int(&j, "corrupt_packets", s->corrupt);
+    cli_json_string(&j, "mode", r->latency ? "latency" : "throughput");
+    cli_json_int(&j, "batch", r->batch);
+    cli_json_string(&j, "device", r->dev ? pf_device_spec(r->dev) : "cpu");
+    cli_json_string(&j, "model", job->model);
+    cli_json_string(&j, "busiest_stage", s->busiest[0] ? s->busiest : NULL);
+    cli_json_object_end(&j);
+    cli_json_finish(&j);
+}
+
+/* Command --------------------------------------------------------------------------------------- */
+
+static int run_job(seg_job *job, seg_run *r, bool json)
+{
+    pf_pipeline *p = NULL;
+    char err[1024] = "";
+    pf_status st = build(job, r, &p, err, sizeof err);
+    if (st != PF_OK) {
+        seg_error(job, "%s", err);
+        return CLI_EXIT_FAIL;
+    }
+    g_interrupted = 0;
+    g_pipeline = p;
+    install_signals(true);
+    int64_t t0 = pf_time_ns();
+    st = pf_pipeline_start(p);
+    progress pg = {.t0_ns = t0, .last_ns = t0};
+    pg.total = job->kind == SEG_IMAGES ? job->num_inputs : job->info.frame_count;
+    if (st == PF_OK)
+        while ((st = pf_pipeline_wait(p, 250000)) == PF_TIMEOUT)
+            if (!job->quiet) progress_update(job, &pg);
+    snprintf(err, sizeof err, "%s", pf_last_error());
+    double elapsed = (double)(pf_time_ns() - t0) / 1e9;
+    if (atomic_exchange(&job->progress_shown, 0)) fprintf(stderr, "\r\033[K");
+    g_pipeline = NULL;
+    install_signals(false);
+    bool interrupted = st == PF_ERR_CANCELLED && g_interrupted;
+    if (st != PF_OK && !interrupted) seg_error(job, "%s", err);
+    summary s;
+    gather(job, p, elapsed, &s);
+    pf_pipeline_destroy(&p); /* closes the writers, writes the trace */
+    bool failed = st != PF_OK || atomic_load(&job->write_failed);
+    s.status = interrupted ? "interrupted" : failed ? "failed" : "done";
+    FILE *out = strcmp(job->output, "-") ? stdout : stderr;
+    if (json)
+        print_json(out, job, r, &s);
+    else
+        print_text(out, job, r, &s);
+    fflush(out);
+    if (r->trace && !failed && !json && !job->quiet)
+        fprintf(stderr, "pixflow segment: trace written to %s\n", r->trace);
+    if (interrupted) return SEG_EXIT_INTERRUPTED;
+    return failed || s.failed > 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}
+
+int cmd_segment(int argc, char **argv)
+{
+    char **args = alias_short_output(argc, argv);
+    if (!args) return CLI_EXIT_FAIL;
+    cli_args a;
+    bool parsed = cli_parse("segment", seg_options, argc, args, &a);
+    free(args);
+    if (!parsed) return CLI_EXIT_USAGE;
+    if (cli_flag(seg_options, &a, "help")) {
+        seg_usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    /* "-" is a positional argument (stdin) for the shared parser too. */
+    if (a.positional_count == 0) return usage_error("expected an input%s", "");
+    seg_job job;
+    memset(&job, 0, sizeof job);
+    job.quiet = cli_flag(seg_options, &a, "quiet");
+    job.alpha = cli_flag(seg_options, &a, "alpha");
+    job.tty = isatty(STDERR_FILENO) != 0;
+    job.smooth = 0.6f;
+    seg_run r = {.latency = cli_flag(seg_options, &a, "latency"),
+                 .trace = cli_value(seg_options, &a, "trace")};
+    bool json = cli_flag(seg_options, &a, "json");
+    const char *v;
+    long batch = 0;
+    if ((v = cli_value(seg_options, &a, "batch"))) {
+        if (!parse_int(v, 1, 256, &batch)) return usage_error("--batch '%s': expected 1..256", v);
+        if (r.latency) return usage_error("--batch %s: --latency runs batch 1", v);
+    }
+    if ((v = cli_value(seg_options, &a, "smooth"))) {
+        char *end = NULL;
+        double x = strtod(v, &end);
+        if (!end || *end || !(x > 0 && x <= 1))
+            return usage_error("--smooth '%s': expected a number in (0, 1]", v);
+        job.smooth = (float)x;
+    }
+    const char *bg = cli_value(seg_options, &a, "background");
+    if (job.alpha && !bg) bg = "none";
+    int rc = parse_background(&job, bg);
+    if (rc != CLI_EXIT_OK) {
+        seg_job_free(&job);
+        return rc;
+    }
+    const char *spec = cli_value(seg_options, &a, "device");
+    pf_status st = pf_device_select(spec, &r.dev);
+    if (st != PF_OK) {
+        fprintf(stderr, "pixflow segment: --device: %s\n", pf_last_error());
+        seg_job_free(&job);
+        return st == PF_ERR_INVALID ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+    }
+    bool gpu = pf_device_get_type(r.dev) == PF_DEVICE_CUDA;
+    r.batch = r.latency ? 1 : batch ? (int)batch : gpu ? 16 : 8;
+    rc = CLI_EXIT_FAIL;
+    if (seg_find_model(&job, cli_value(seg_options, &a, "model")) && read_model(&job) &&
+        seg_collect_inputs(&job, a.positional, a.positional_count) &&
+        seg_plan_outputs(&job, cli_value(seg_options, &a, "output"),
+                         cli_value(seg_options, &a, "mask-out")))
+        rc = run_job(&job, &r, json);
+    seg_job_free(&job);
+    return rc;
+}

@@ -1,0 +1,663 @@
+/* The reproject pipeline (design in reproject_run.h): setup, the decode and
+ * encode stages, statistics. The compute stage is in reproject_compute.c. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "reproject_run_impl.h"
+
+#ifndef PATH_MAX
+#define PATH_MAX 4096
+#endif
+
+static const char *const stage_names[RP_STAGE_COUNT] = {"read",     "decode", "upload", "kernel",
+                                                        "download", "encode", "write"};
+
+const char *rp_stage_name(rp_stage s)
+{
+    return s >= 0 && s < RP_STAGE_COUNT ? stage_names[s] : "?";
+}
+
+/* Reporting ------------------------------------------------------------------------------- */
+
+static atomic_bool g_report_tty;
+
+void rp_report_set_tty(bool tty)
+{
+    atomic_store(&g_report_tty, tty);
+}
+
+void rp_report(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    flockfile(stderr);
+    if (atomic_load(&g_report_tty)) fputs("\r\033[K", stderr);
+    fputs("pixflow reproject: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+    funlockfile(stderr);
+    va_end(ap);
+}
+
+/* pf_last_error() usually names the file already; make sure it does. */
+static void report_error(const char *path, const char *what)
+{
+    const char *msg = pf_last_error();
+    if (!msg[0]) msg = "unknown error";
+    /* pf_image_probe_memory() takes no name and says "<memory>": the path replaces it. */
+    if (!strncmp(msg, "<memory>: ", 10)) msg += 10;
+    if (strstr(msg, path)) rp_report("%s%s%s", what ? what : "", what ? ": " : "", msg);
+    else rp_report("%s: %s%s%s", path, what ? what : "", what ? ": " : "", msg);
+}
+
+void rp_add_busy(rp_run *r, rp_stage s, int64_t ns)
+{
+    atomic_fetch_add(&r->busy_ns[s], ns);
+    atomic_fetch_add(&r->busy_count[s], 1);
+}
+
+/* Jobs ---------------------------------------------------------------------------------------- */
+
+static rp_job *job_new(rp_run *r, int input, int64_t frame, int64_t t_start)
+{
+    rp_job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    j->input = input;
+    j->frame = frame;
+    j->t_start = t_start;
+    j->seq = atomic_fetch_add(&r->next_seq, 1);
+    atomic_init(&j->pending, 0);
+    atomic_init(&j->failed, false);
+    return j;
+}
+
+static void job_finish(rp_run *r, rp_job *j)
+{
+    if (atomic_load(&j->failed)) {
+        atomic_fetch_add(&r->images_failed, 1);
+    } else {
+        pf_histogram_record(r->latency, pf_time_ns() - j->t_start);
+        atomic_fetch_add(&r->images_done, 1);
+    }
+    pf_frame_unref(&j->src);
+    pf_buffer_unref(&j->ring_token);
+    for (int i = 0; i < RP_MAX_OUTPUTS; i++) pf_frame_unref(&j->outs[i]);
+    free(j);
+}
+
+void rp_job_fail(rp_run *r, rp_job *j, const char *what)
+{
+    if (atomic_exchange(&j->failed, true)) return;
+    const rp_input *in = &r->in->items[j->input];
+    if (j->frame >= 0) {
+        char where[64];
+        snprintf(where, sizeof where, "frame %lld%s%s", (long long)j->frame, what ? ": " : "",
+                 what ? what : "");
+        report_error(in->path, where);
+    } else {
+        report_error(in->path, what);
+    }
+}
+
+void rp_job_to_encoders(rp_run *r, rp_job *j)
+{
+    if (atomic_load(&j->failed)) {
+        job_finish(r, j);
+        return;
+    }
+    int n = r->cfg->num_outputs;
+    atomic_store(&j->pending, n);
+    for (int i = 0; i < n; i++) {
+        rp_encode_task t = {j, i};
+        /* Never blocks for long: the queue holds every view of every output block. */
+        if (pf_queue_push(r->encode, &t, PF_WAIT_FOREVER) != PF_OK) {
+            /* Closed: cannot happen while compute runs; account the views anyway. */
+            if (atomic_fetch_sub(&j->pending, 1) == 1) job_finish(r, j);
+        }
+    }
+}
+
+/* Decoders ------------------------------------------------------------------------------------ */
+
+/* Reads the whole file (failures are reported here, naming it). */
+static pf_status read_whole_file(const char *path, uint8_t **data, size_t *size)
+{
+    *data = NULL;
+    *size = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        rp_report("%s: cannot open: %s", path, strerror(errno));
+        return PF_ERR_IO;
+    }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        bool dir = S_ISDIR(st.st_mode);
+        fclose(f);
+        rp_report("%s: %s", path, dir ? "is a directory, not an image" : "not a regular file");
+        return PF_ERR_IO;
+    }
+    size_t n = (size_t)st.st_size;
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) {
+        fclose(f);
+        rp_report("%s: out of memory for %zu bytes", path, n);
+        return PF_ERR_NOMEM;
+    }
+    size_t got = fread(buf, 1, n, f);
+    int err = ferror(f) ? errno : 0;
+    fclose(f);
+    if (got != n && err) {
+        free(buf);
+        rp_report("%s: cannot read: %s", path, strerror(err));
+        return PF_ERR_IO;
+    }
+    *data = buf;
+    *size = got; /* a file that shrank meanwhile decodes as truncated, and is reported so */
+    return PF_OK;
+}
+
+/* A ring block for a w x h RGB24 frame in j->src: the frame lives in the
+ * block, or on the heap (holding the block as a token) when it is bigger
+ * than the blocks, which were sized from the first input. */
+static pf_status take_ring_frame(rp_run *r, rp_job *j, int w, int h)
+{
+    int64_t t0 = pf_time_ns();
+    pf_buffer *block = NULL;
+    pf_status st = pf_pinned_pool_acquire(r->ring_pool, PF_WAIT_FOREVER, &block);
+    atomic_fetch_add(&r->ring_wait_ns, pf_time_ns() - t0);
+    if (st != PF_OK) return st;
+    if ((size_t)w * (size_t)h * 3 <= r->ring_block) {
+        st = pf_frame_wrap(&j->src, PF_PIXFMT_RGB24, w, h, block, 0, NULL);
+        pf_buffer_unref(&block);
+        return st;
+    }
+    j->ring_token = block;
+    atomic_fetch_add(&r->unpinned, 1);
+    return pf_frame_alloc(&j->src, PF_PIXFMT_RGB24, w, h, NULL, NULL);
+}
+
+static void push_decoded(rp_run *r, rp_job *j)
+{
+    if (pf_queue_push(r->decoded, &j, PF_WAIT_FOREVER) != PF_OK) {
+        rp_job_fail(r, j, "pipeline closed");
+        job_finish(r, j);
+    }
+}
+
+static void decode_image(rp_worker *w, int idx)
+{
+    rp_run *r = w->r;
+    const rp_input *in = &r->in->items[idx];
+    int64_t t0 = pf_time_ns();
+    rp_job *j = job_new(r, idx, -1, t0);
+    if (!j) {
+        rp_report("%s: out of memory", in->path);
+        atomic_fetch_add(&r->images_failed, 1);
+        return;
+    }
+    uint8_t *data = NULL;
+    size_t size = 0;
+    pf_status st = read_whole_file(in->path, &data, &size);
+    int64_t t1 = pf_time_ns();
+    rp_add_busy(r, RP_STAGE_READ, t1 - t0);
+    if (r->tracer) pf_trace_span(r->tracer, w->track, "read", t0, t1, 0, (int64_t)j->seq);
+    if (st != PF_OK) {
+        atomic_store(&j->failed, true); /* reported by read_whole_file */
+        job_finish(r, j);
+        return;
+    }
+    pf_image_info info;
+    st = pf_image_probe_memory(data, size, &info);
+    if (st == PF_OK && (info.width < 1 || info.height < 1)) {
+        rp_report("%s: zero-sized image (%dx%d)", in->path, info.width, info.height);
+        atomic_store(&j->failed, true);
+        st = PF_ERR_FORMAT;
+    } else if (st != PF_OK) {
+        rp_job_fail(r, j, NULL);
+    }
+    if (st == PF_OK) {
+        st = take_ring_frame(r, j, info.width, info.height);
+        if (st != PF_OK) rp_job_fail(r, j, "no frame for the decoded image");
+    }
+    int64_t t2 = pf_time_ns();
+    if (st == PF_OK) {
+        st = pf_image_read_memory_into(data, size, in->path, &j->src);
+        if (st != PF_OK) rp_job_fail(r, j, NULL);
+    }
+    free(data);
+    int64_t t3 = pf_time_ns();
+    rp_add_busy(r, RP_STAGE_DECODE, t3 - t2);
+    if (r->tracer) pf_trace_span(r->tracer, w->track, "decode", t2, t3, 0, (int64_t)j->seq);
+    if (st != PF_OK) {
+        job_finish(r, j);
+        return;
+    }
+    push_decoded(r, j);
+}
+
+static void copy_rows(pf_frame *dst, const pf_frame *src)
+{
+    size_t row = (size_t)src->width * 3;
+    for (int y = 0; y < src->height; y++)
+        memcpy(dst->data[0] + (size_t)y * dst->stride[0], src->data[0] + (size_t)y * src->stride[0],
+               row);
+}
+
+static void decode_video(rp_worker *w, int idx)
+{
+    rp_run *r = w->r;
+    const rp_input *in = &r->in->items[idx];
+    pf_video_reader_params rp = pf_video_reader_params_default();
+    rp.path = in->path;
+    rp.format = PF_PIXFMT_RGB24;
+    rp.pool_size = 2;
+    pf_video_reader *vr = NULL;
+    if (pf_video_reader_create(&rp, &vr) != PF_OK) {
+        report_error(in->path, NULL);
+        atomic_fetch_add(&r->images_failed, 1);
+        return;
+    }
+    pf_video_info info;
+    pf_video_reader_info(vr, &info);
+    int64_t estimate = info.frame_count > 0 ? (info.frame_count + r->cfg->every - 1) / r->cfg->every
+                                            : -1;
+    if (estimate > 0) atomic_fetch_add(&r->expected, estimate - 1);
+    else atomic_store(&r->expected_unknown, true);
+    int64_t made = 0;
+    while (!r->cancel) {
+        int64_t t0 = pf_time_ns();
+        pf_frame f = {0};
+        pf_status st = pf_video_reader_read(vr, &f);
+        if (st == PF_EOF) break;
+        if (st != PF_OK) {
+            char where[64];
+            snprintf(where, sizeof where, "after frame %lld", (long long)made);
+            report_error(in->path, where);
+            atomic_fetch_add(&r->images_failed, 1);
+            made++;
+            break;
+        }
+        if (f.index % r->cfg->every != 0) {
+            pf_frame_unref(&f);
+            continue;
+        }
+        int64_t t1 = pf_time_ns();
+        rp_job *j = job_new(r, idx, f.index, t0);
+        if (!j) {
+            pf_frame_unref(&f);
+            rp_report("%s: frame %lld: out of memory", in->path, (long long)f.index);
+            atomic_fetch_add(&r->images_failed, 1);
+            made++;
+            continue;
+        }
+        if (f.width < 1 || f.height < 1) {
+            rp_report("%s: frame %lld: zero-sized frame", in->path, (long long)f.index);
+            atomic_store(&j->failed, true);
+        } else if (take_ring_frame(r, j, f.width, f.height) != PF_OK) {
+            rp_job_fail(r, j, "no frame for the decoded image");
+        } else {
+            copy_rows(&j->src, &f);
+        }
+        pf_frame_unref(&f);
+        int64_t t2 = pf_time_ns();
+        rp_add_busy(r, RP_STAGE_DECODE, (t1 - t0) + (t2 - t1));
+        if (r->tracer) pf_trace_span(r->tracer, w->track, "decode", t0, t2, 0, (int64_t)j->seq);
+        made++;
+        if (atomic_load(&j->failed)) job_finish(r, j);
+        else push_decoded(r, j);
+    }
+    pf_video_reader_destroy(&vr);
+    /* The estimate becomes the count. */
+    atomic_fetch_add(&r->expected, made - (estimate > 0 ? estimate : 1));
+}
+
+static void decoder_main(void *user)
+{
+    rp_worker *w = user;
+    rp_run *r = w->r;
+    for (;;) {
+        if (r->cancel) break;
+        int idx = atomic_fetch_add(&r->next_input, 1);
+        if (idx >= r->in->count) break;
+        const rp_input *in = &r->in->items[idx];
+        if (in->same_names_as >= 0) {
+            const rp_input *o = &r->in->items[in->same_names_as];
+            rp_report("%s: skipped: its outputs would overwrite those of %s (same name "
+                      "'%.*s'; rename one or use separate runs)",
+                      in->path, o->path, (int)in->stem_len, in->stem);
+            atomic_fetch_add(&r->images_failed, 1);
+            continue;
+        }
+        if (in->kind == RP_INPUT_VIDEO) decode_video(w, idx);
+        else decode_image(w, idx);
+    }
+    if (atomic_fetch_sub(&r->decoders_left, 1) == 1) pf_queue_close(r->decoded);
+}
+
+/* Encoders ---------------------------------------------------------------------------------- */
+
+/* PATH.tmp-PID then rename: a failed write leaves no half file under PATH. */
+static bool write_file(const char *path, const void *data, size_t n)
+{
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        rp_report("%s: cannot write: %s", path, strerror(errno));
+        return false;
+    }
+    bool ok = fwrite(data, 1, n, f) == n;
+    int err = errno;
+    if (fclose(f) != 0 && ok) {
+        ok = false;
+        err = errno;
+    }
+    if (ok && rename(tmp, path) != 0) {
+        ok = false;
+        err = errno;
+    }
+    if (!ok) {
+        remove(tmp);
+        rp_report("%s: cannot write: %s", path, strerror(err));
+    }
+    return ok;
+}
+
+static void encode_one(rp_worker *w, rp_job *j, int i)
+{
+    rp_run *r = w->r;
+    const rp_config *c = r->cfg;
+    const rp_input *in = &r->in->items[j->input];
+    char path[PATH_MAX];
+    if (!rp_output_path(path, sizeof path, c->out_dir, in, j->frame, c->suffix[i], c->ext)) {
+        rp_report("%s: the output path for it is too long", in->path);
+        atomic_store(&j->failed, true);
+        return;
+    }
+    pf_image_write_params wp = pf_image_write_params_default();
+    wp.format = c->format;
+    wp.jpeg_quality = c->quality;
+    wp.png_compression = 3; /* most of zlib's gain at a fraction of level 6's time */
+    int64_t t0 = pf_time_ns();
+    pf_buffer *bytes = NULL;
+    pf_status st = pf_image_encode(&j->outs[i], &wp, &bytes);
+    int64_t t1 = pf_time_ns();
+    rp_add_busy(r, RP_STAGE_ENCODE, t1 - t0);
+    if (r->tracer) pf_trace_span(r->tracer, w->track, "encode", t0, t1, 0, (int64_t)j->seq);
+    if (st != PF_OK) {
+        rp_report("%s: cannot encode (from %s): %s", path, in->path, pf_last_error());
+        atomic_store(&j->failed, true);
+        return;
+    }
+    bool ok = write_file(path, pf_buffer_data(bytes), pf_buffer_size(bytes));
+    pf_buffer_unref(&bytes);
+    int64_t t2 = pf_time_ns();
+    rp_add_busy(r, RP_STAGE_WRITE, t2 - t1);
+    if (r->tracer) pf_trace_span(r->tracer, w->track, "write", t1, t2, 0, (int64_t)j->seq);
+    if (ok) atomic_fetch_add(&r->views_written, 1);
+    else atomic_store(&j->failed, true);
+}
+
+static void encoder_main(void *user)
+{
+    rp_worker *w = user;
+    rp_run *r = w->r;
+    for (;;) {
+        rp_encode_task t;
+        int64_t t0 = pf_time_ns();
+        pf_status st = pf_queue_pop(r->encode, &t, PF_WAIT_FOREVER);
+        atomic_fetch_add(&r->encode_idle_ns, pf_time_ns() - t0);
+        if (st != PF_OK) break;
+        encode_one(w, t.job, t.index);
+        if (atomic_fetch_sub(&t.job->pending, 1) == 1) job_finish(r, t.job);
+    }
+    if (atomic_fetch_sub(&r->encoders_left, 1) == 1) {
+        r->t_end = pf_time_ns();
+        int one = 1;
+        pf_queue_push(r->done, &one, 0);
+    }
+}
+
+/* Setup ------------------------------------------------------------------------------------------ */
+
+/* Bytes of the first input that can be probed (ring blocks are sized from
+ * it; a bigger input later is decoded on the heap). 0 when none can. */
+static size_t first_frame_bytes(const rp_inputs *in)
+{
+    for (int i = 0; i < in->count; i++) {
+        const rp_input *it = &in->items[i];
+        if (it->kind == RP_INPUT_IMAGE) {
+            pf_image_info info;
+            if (pf_image_probe(it->path, &info) == PF_OK && info.width > 0 && info.height > 0)
+                return (size_t)info.width * (size_t)info.height * 3;
+        } else {
+            pf_video_reader_params p = pf_video_reader_params_default();
+            p.path = it->path;
+            p.format = PF_PIXFMT_RGB24;
+            p.pool_size = 1;
+            pf_video_reader *vr = NULL;
+            if (pf_video_reader_create(&p, &vr) == PF_OK) {
+                pf_video_info info;
+                pf_status st = pf_video_reader_info(vr, &info);
+                pf_video_reader_destroy(&vr);
+                if (st == PF_OK && info.width > 0 && info.height > 0)
+                    return (size_t)info.width * (size_t)info.height * 3;
+            }
+        }
+    }
+    pf_clear_error();
+    return 0;
+}
+
+static pf_status fail_setup(const char *what)
+{
+    rp_report("%s: %s", what, pf_last_error());
+    return PF_ERR_INVALID;
+}
+
+pf_status rp_run_create(const rp_config *cfg, const rp_inputs *in, pf_device *dev, rp_run **out)
+{
+    *out = NULL;
+    int64_t t_create = pf_time_ns();
+    rp_run *r = calloc(1, sizeof *r);
+    if (!r) return PF_ERR_NOMEM;
+    r->cfg = cfg;
+    r->in = in;
+    r->dev = dev;
+    r->cuda = pf_device_get_type(dev) == PF_DEVICE_CUDA;
+    int cores = pf_cpu_count();
+    /* Decoding an 8K JPEG and encoding its views cost about the same CPU
+     * time; the compute thread mostly waits. */
+    r->decoders = cfg->decoders ? cfg->decoders : cores / 2 > 1 ? cores / 2 : 1;
+    r->encoders = cfg->encoders ? cfg->encoders : cores / 2 > 1 ? cores / 2 : 1;
+    if (r->decoders > in->count && in->count > 0) r->decoders = in->count;
+    r->inflight = r->cuda ? (cfg->inflight ? cfg->inflight : 3) : 1;
+    r->ring = cfg->ring ? cfg->ring : r->decoders + r->inflight + 2;
+    int per_block = cfg->num_outputs;
+    r->out_blocks = (r->encoders + per_block - 1) / per_block + r->inflight + 1;
+
+    size_t off = 0;
+    for (int i = 0; i < cfg->num_outputs; i++) {
+        r->out_offset[i] = off;
+        size_t bytes = (size_t)cfg->out_width[i] * (size_t)cfg->out_height[i] * 3;
+        off += (bytes + 63) & ~(size_t)63;
+    }
+    r->out_block = off;
+    r->ring_block = first_frame_bytes(in);
+    if (r->ring_block == 0) r->ring_block = 64; /* nothing decodes: every input fails alone */
+
+    pf_status st;
+    pf_pinned_pool_params pp = pf_pinned_pool_params_default();
+    pp.device = dev;
+    pp.block_size = r->ring_block;
+    pp.block_count = r->ring;
+    pp.name = "reproject-ring";
+    if ((st = pf_pinned_pool_create(&pp, &r->ring_pool)) != PF_OK) goto fail;
+    pp.block_size = r->out_block;
+    pp.block_count = r->out_blocks;
+    pp.name = "reproject-views";
+    if ((st = pf_pinned_pool_create(&pp, &r->out_pool)) != PF_OK) goto fail;
+
+    pf_queue_params qp = {.capacity = (size_t)r->ring + 1, .item_size = sizeof(rp_job *)};
+    if ((st = pf_queue_create(&qp, &r->decoded)) != PF_OK) goto fail;
+    qp.capacity = (size_t)r->out_blocks * (size_t)cfg->num_outputs;
+    qp.item_size = sizeof(rp_encode_task);
+    if ((st = pf_queue_create(&qp, &r->encode)) != PF_OK) goto fail;
+    qp.capacity = 1;
+    qp.item_size = sizeof(int);
+    if ((st = pf_queue_create(&qp, &r->done)) != PF_OK) goto fail;
+    if ((st = pf_histogram_create(&r->latency)) != PF_OK) goto fail;
+
+    if (cfg->trace_path) {
+        pf_tracer_params tp = pf_tracer_params_default();
+        tp.path = cfg->trace_path;
+        tp.gpu = r->cuda ? dev : NULL;
+        tp.process_name = "pixflow reproject";
+        tp.max_events = 1 << 18;
+        if ((st = pf_tracer_create(&tp, &r->tracer)) != PF_OK) goto fail;
+        if (r->cuda) {
+            r->gpu_track[0] = pf_trace_gpu_track(r->tracer, "upload");
+            r->gpu_track[1] = pf_trace_gpu_track(r->tracer, "kernel");
+            r->gpu_track[2] = pf_trace_gpu_track(r->tracer, "download");
+        }
+    }
+    if ((st = rp_compute_setup(r)) != PF_OK) goto fail;
+
+    pf_threadpool_params tpp = pf_threadpool_params_default();
+    tpp.num_threads = r->decoders + r->encoders + 2; /* + compute + the caller */
+    tpp.name = "reproject";
+    if ((st = pf_threadpool_create(&tpp, &r->threads)) != PF_OK) goto fail;
+
+    atomic_init(&r->expected, in->count);
+    atomic_init(&r->next_input, 0);
+    atomic_init(&r->decoders_left, r->decoders);
+    atomic_init(&r->encoders_left, r->encoders);
+    r->setup_ns = pf_time_ns() - t_create;
+    *out = r;
+    return PF_OK;
+fail:
+    fail_setup("cannot set up the pipeline");
+    rp_run_destroy(&r);
+    return st;
+}
+
+pf_status rp_run_start(rp_run *r)
+{
+    int n = r->decoders + r->encoders + 1;
+    rp_worker *w = calloc((size_t)n, sizeof *w);
+    if (!w) return PF_ERR_NOMEM;
+    r->t0 = pf_time_ns();
+    r->started = true;
+    char name[32];
+    for (int i = 0; i < n; i++) {
+        w[i].r = r;
+        w[i].id = i;
+        w[i].track = -1;
+        if (r->tracer) {
+            if (i < r->decoders) snprintf(name, sizeof name, "decode %d", i);
+            else if (i == r->decoders) snprintf(name, sizeof name, "compute");
+            else snprintf(name, sizeof name, "encode %d", i - r->decoders - 1);
+            w[i].track = pf_trace_track(r->tracer, name);
+        }
+    }
+    r->workers = w;
+    for (int i = 0; i < n; i++) {
+        pf_task_fn fn = i < r->decoders ? decoder_main
+                        : i == r->decoders ? rp_compute_main
+                                           : encoder_main;
+        pf_status st = pf_threadpool_submit(r->threads, fn, &w[i]);
+        if (st != PF_OK) {
+            /* Cannot happen with a pool of this size; never leave a waiter hanging. */
+            rp_report("cannot start thread %d: %s", i, pf_last_error());
+            r->cancel = 1;
+            pf_queue_close(r->decoded);
+            pf_queue_close(r->encode);
+            int one = 1;
+            pf_queue_push(r->done, &one, 0);
+            return st;
+        }
+    }
+    return PF_OK;
+}
+
+pf_status rp_run_wait(rp_run *r, int64_t timeout_us)
+{
+    if (r->finished) return PF_OK;
+    int one;
+    pf_status st = pf_queue_pop(r->done, &one, timeout_us);
+    if (st == PF_OK || st == PF_EOF) {
+        r->finished = true;
+        if (!r->t_end) r->t_end = pf_time_ns();
+        return PF_OK;
+    }
+    return PF_TIMEOUT;
+}
+
+void rp_run_cancel(rp_run *r)
+{
+    r->cancel = 1;
+}
+
+void rp_run_get_stats(rp_run *r, rp_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    int64_t end = r->finished && r->t_end ? r->t_end : pf_time_ns();
+    s->elapsed_s = r->started ? (double)(end - r->t0) * 1e-9 : 0.0;
+    s->setup_s = (double)r->setup_ns * 1e-9;
+    s->images_done = atomic_load(&r->images_done);
+    s->images_failed = atomic_load(&r->images_failed);
+    s->images_expected = atomic_load(&r->expected_unknown) ? -1 : atomic_load(&r->expected);
+    s->views_written = atomic_load(&r->views_written);
+    s->latency_p50_ms = pf_histogram_quantile(r->latency, 0.5) * 1e-6;
+    s->latency_p99_ms = pf_histogram_quantile(r->latency, 0.99) * 1e-6;
+    s->latency_mean_ms = pf_histogram_mean(r->latency) * 1e-6;
+    for (int i = 0; i < RP_STAGE_COUNT; i++) {
+        s->busy_ns[i] = atomic_load(&r->busy_ns[i]);
+        s->busy_count[i] = atomic_load(&r->busy_count[i]);
+    }
+    s->ring_wait_ns = atomic_load(&r->ring_wait_ns);
+    s->output_wait_ns = atomic_load(&r->output_wait_ns);
+    s->encode_idle_ns = atomic_load(&r->encode_idle_ns);
+    s->decoders = r->decoders;
+    s->encoders = r->encoders;
+    s->ring = r->ring;
+    s->output_blocks = r->out_blocks;
+    s->inflight = r->inflight;
+    s->host_bytes = r->ring_block * (size_t)r->ring + r->out_block * (size_t)r->out_blocks;
+    s->device_bytes = r->device_bytes;
+    pf_pinned_pool_stats ps;
+    s->pinned = r->ring_pool && pf_pinned_pool_get_stats(r->ring_pool, &ps) == PF_OK && ps.pinned;
+    s->unpinned_fallbacks = atomic_load(&r->unpinned);
+}
+
+void rp_run_destroy(rp_run **rp)
+{
+    rp_run *r = rp ? *rp : NULL;
+    if (!r) return;
+    if (r->started) {
+        r->cancel = 1;
+        while (rp_run_wait(r, 100000) != PF_OK) {
+        }
+    }
+    pf_threadpool_destroy(&r->threads); /* joins the stages */
+    rp_compute_teardown(r);
+    pf_tracer_destroy(&r->tracer);      /* writes the trace */
+    pf_queue_destroy(&r->decoded);
+    pf_queue_destroy(&r->encode);
+    pf_queue_destroy(&r->done);
+    pf_pinned_pool_destroy(&r->ring_pool);
+    pf_pinned_pool_destroy(&r->out_pool);
+    pf_histogram_destroy(&r->latency);
+    free(r->workers);
+    free(r);
+    *rp = NULL;
+}

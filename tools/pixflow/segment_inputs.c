@@ -1,0 +1,381 @@
+/* `pixflow segment`: the model, the inputs and the output names.
+ *
+ * An input is classified by what it is, not by its name: "-" is Y4M on
+ * stdin; a directory lists its PNG/JPEG files (sorted); a pattern with
+ * wildcards is expanded with glob(); a file whose first bytes are a PNG or
+ * JPEG header is an image, anything else is opened as a video (Y4M by
+ * pixflow, other containers through FFmpeg when the build has it), so a
+ * file that is neither gets the video reader's error, which names it. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dirent.h>
+#include <errno.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "segment_job.h"
+
+#define SELFIE_DIR "node_modules/@mediapipe/selfie_segmentation"
+
+void seg_error(seg_job *job, const char *fmt, ...)
+{
+    if (job && atomic_exchange(&job->progress_shown, 0)) fprintf(stderr, "\r\033[K");
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "pixflow segment: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+}
+
+static bool is_file(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static bool is_dir(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* Model ---------------------------------------------------------------------------------- */
+
+/* Tries DIR/FILE and DIR/SELFIE_DIR/FILE (and the @mediapipe layout without
+ * node_modules, for a PIXFLOW_MODELS that points at node_modules itself). */
+static bool try_dir(char *out, size_t size, const char *dir, const char *file)
+{
+    static const char *const subs[] = {"", SELFIE_DIR "/", "@mediapipe/selfie_segmentation/",
+                                       "selfie_segmentation/"};
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+        int n = snprintf(out, size, "%s/%s%s", dir, subs[i], file);
+        if (n > 0 && (size_t)n < size && is_file(out)) return true;
+    }
+    return false;
+}
+
+bool seg_find_model(seg_job *job, const char *arg)
+{
+    const char *file = "selfie_segmentation.tflite";
+    if (arg && !strcmp(arg, "landscape"))
+        file = "selfie_segmentation_landscape.tflite";
+    else if (arg && strcmp(arg, "selfie") != 0 && strcmp(arg, "general") != 0) {
+        if (!is_file(arg)) {
+            seg_error(job, "--model '%s': no such file (or use 'selfie' or 'landscape')", arg);
+            return false;
+        }
+        snprintf(job->model, sizeof job->model, "%s", arg);
+        return true;
+    }
+    const char *env = getenv("PIXFLOW_MODELS");
+    if (env && *env && try_dir(job->model, sizeof job->model, env, file)) return true;
+    /* The source tree: build folders live inside it, so walk up from the
+     * executable's directory. */
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        for (int up = 0; up < 6; up++) {
+            char *slash = strrchr(exe, '/');
+            if (!slash || slash == exe) break;
+            *slash = '\0';
+            if (try_dir(job->model, sizeof job->model, exe, file)) return true;
+        }
+    }
+    if (try_dir(job->model, sizeof job->model, ".", file)) return true;
+    seg_error(job, "model %s not found: looked in $PIXFLOW_MODELS%s, the source tree of this "
+              "program and the current directory (npm ci installs " SELFIE_DIR "; or give "
+              "--model PATH)", file, env ? "" : " (not set)");
+    return false;
+}
+
+/* Inputs --------------------------------------------------------------------------------- */
+
+static bool image_name(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    if (!dot) return false;
+    static const char *const exts[] = {".png", ".jpg", ".jpeg", ".PNG", ".JPG", ".JPEG"};
+    for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++)
+        if (!strcmp(dot, exts[i])) return true;
+    return false;
+}
+
+static bool add_input(seg_job *job, const char *path)
+{
+    char **grown = realloc(job->inputs, sizeof *grown * (size_t)(job->num_inputs + 1));
+    if (!grown) return false;
+    job->inputs = grown;
+    job->inputs[job->num_inputs] = strdup(path);
+    if (!job->inputs[job->num_inputs]) return false;
+    job->num_inputs++;
+    return true;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool add_dir(seg_job *job, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        seg_error(job, "%s: cannot open directory: %s", dir, strerror(errno));
+        return false;
+    }
+    int first = job->num_inputs;
+    bool ok = true;
+    for (struct dirent *e; ok && (e = readdir(d));) {
+        if (e->d_name[0] == '.' || !image_name(e->d_name)) continue;
+        char path[SEG_PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (is_file(path)) ok = add_input(job, path);
+    }
+    closedir(d);
+    if (!ok) {
+        seg_error(job, "out of memory listing %s", dir);
+        return false;
+    }
+    qsort(job->inputs + first, (size_t)(job->num_inputs - first), sizeof *job->inputs, cmp_str);
+    if (job->num_inputs == first) {
+        seg_error(job, "%s: no .png or .jpg images in this directory", dir);
+        return false;
+    }
+    return true;
+}
+
+static bool add_glob(seg_job *job, const char *pattern)
+{
+    glob_t g;
+    int rc = glob(pattern, 0, NULL, &g);
+    if (rc == GLOB_NOMATCH) {
+        seg_error(job, "%s: no file matches this pattern", pattern);
+        return false;
+    }
+    if (rc != 0) {
+        seg_error(job, "%s: cannot expand this pattern", pattern);
+        return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < g.gl_pathc && ok; i++)
+        if (is_file(g.gl_pathv[i])) ok = add_input(job, g.gl_pathv[i]);
+    globfree(&g);
+    if (!ok) seg_error(job, "out of memory expanding %s", pattern);
+    return ok;
+}
+
+static bool open_video(seg_job *job, const char *path)
+{
+    if (!add_input(job, path)) return false;
+    job->kind = SEG_VIDEO;
+    pf_video_reader_params rp = pf_video_reader_params_default();
+    rp.path = path;
+    /* Frames wait in the pipeline's queues and batches: enough of them. */
+    rp.pool_size = 160;
+    if (pf_video_reader_create(&rp, &job->reader) != PF_OK) {
+        seg_error(job, "%s", pf_last_error());
+        return false;
+    }
+    pf_video_reader_info(job->reader, &job->info);
+    return true;
+}
+
+bool seg_collect_inputs(seg_job *job, const char *const *args, int n)
+{
+    job->kind = SEG_IMAGES;
+    for (int i = 0; i < n; i++) {
+        const char *a = args[i];
+        bool video = !strcmp(a, "-");
+        if (!video && !is_dir(a) && !strpbrk(a, "*?[") && is_file(a)) {
+            pf_image_info info;
+            video = pf_image_probe(a, &info) != PF_OK;
+        }
+        if (video) {
+            if (n != 1) {
+                seg_error(job, "%s: a video is segmented on its own; give one video per run", a);
+                return false;
+            }
+            job->input_label = strcmp(a, "-") ? a : "<stdin>";
+            return open_video(job, a);
+        }
+        bool ok;
+        if (is_dir(a))
+            ok = add_dir(job, a);
+        else if (strpbrk(a, "*?[") && !is_file(a))
+            ok = add_glob(job, a);
+        else if (!is_file(a)) {
+            seg_error(job, "%s: %s", a, strerror(ENOENT));
+            ok = false;
+        } else
+            ok = add_input(job, a);
+        if (!ok) return false;
+    }
+    if (job->num_inputs == 0) {
+        seg_error(job, "no input images");
+        return false;
+    }
+    job->input_label = n == 1 ? args[0] : "images";
+    return true;
+}
+
+/* Outputs --------------------------------------------------------------------------------- */
+
+/* Last path component without its extension. */
+static void stem(const char *path, char *out, size_t size)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(out, size, "%s", base);
+    char *dot = strrchr(out, '.');
+    if (dot && dot != out) *dot = '\0';
+}
+
+static const char *extension(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    return dot ? dot : "";
+}
+
+static bool make_dir(seg_job *job, const char *dir)
+{
+    if (is_dir(dir)) return true;
+    char tmp[SEG_PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", dir);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (!is_dir(tmp) && mkdir(tmp, 0777) != 0 && errno != EEXIST) break;
+        *p = '/';
+    }
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) {
+        seg_error(job, "%s: cannot create directory: %s", dir, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+/* A path names a directory when it is one, ends with '/', or (for several
+ * images) has no extension. */
+static bool names_dir(const char *path, bool several)
+{
+    size_t len = strlen(path);
+    if (is_dir(path) || (len && path[len - 1] == '/')) return true;
+    return several && extension(path)[0] == '\0';
+}
+
+static bool ieq(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++)
+        if ((*a | 0x20) != (*b | 0x20)) return false;
+    return *a == *b;
+}
+
+bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg)
+{
+    char st[512];
+    if (job->kind == SEG_IMAGES) {
+        bool several = job->num_inputs > 1;
+        if (out_arg) {
+            snprintf(job->output, sizeof job->output, "%s", out_arg);
+            job->output_is_dir = names_dir(out_arg, several);
+            if (several && !job->output_is_dir) {
+                seg_error(job, "-o %s: several images need an output directory", out_arg);
+                return false;
+            }
+        } else if (several) {
+            snprintf(job->output, sizeof job->output, "segmented");
+            job->output_is_dir = true;
+        } else {
+            stem(job->inputs[0], st, sizeof st);
+            const char *ext = extension(job->inputs[0]);
+            snprintf(job->output, sizeof job->output, "%s_seg%s", st,
+                     job->alpha || !ext[0] ? ".png" : ext);
+        }
+        if (!job->output_is_dir && job->alpha && !ieq(extension(job->output), ".png")) {
+            seg_error(job, "-o %s: --alpha writes RGBA, which needs a .png file", job->output);
+            return false;
+        }
+        if (job->output_is_dir && !make_dir(job, job->output)) return false;
+        if (mask_arg) {
+            snprintf(job->mask_out, sizeof job->mask_out, "%s", mask_arg);
+            job->mask_is_dir = names_dir(mask_arg, several);
+            if (several && !job->mask_is_dir) {
+                seg_error(job, "--mask-out %s: several images need a directory", mask_arg);
+                return false;
+            }
+            if (job->mask_is_dir && !make_dir(job, job->mask_out)) return false;
+        }
+        return true;
+    }
+    /* Video. */
+    bool from_stdin = !strcmp(job->inputs[0], "-");
+    if (out_arg && strcmp(out_arg, "-") != 0 && names_dir(out_arg, false)) {
+        seg_error(job, "-o %s: a video is written to a file (or '-'), not a directory", out_arg);
+        return false;
+    }
+    if (out_arg) {
+        snprintf(job->output, sizeof job->output, "%s", out_arg);
+    } else if (from_stdin) {
+        snprintf(job->output, sizeof job->output, "-");
+    } else {
+        stem(job->inputs[0], st, sizeof st);
+        const char *ext = job->alpha                    ? ".mov"
+                          : ieq(extension(job->inputs[0]), ".y4m") || !pf_io_have_ffmpeg()
+                              ? ".y4m"
+                              : ".mp4";
+        snprintf(job->output, sizeof job->output, "%s_seg%s", st, ext);
+    }
+    if (job->alpha) {
+        const char *ext = extension(job->output);
+        if (!ieq(ext, ".mov") && !ieq(ext, ".mkv") && !ieq(ext, ".webm")) {
+            seg_error(job, "-o %s: --alpha on video needs a container and codec that store "
+                      "alpha: .mov (qtrle), .mkv (ffv1) or .webm (vp9); Y4M has none",
+                      job->output);
+            return false;
+        }
+    }
+    if (mask_arg) {
+        snprintf(job->mask_out, sizeof job->mask_out, "%s", mask_arg);
+        job->mask_is_dir = names_dir(mask_arg, true);
+        if (job->mask_is_dir && !make_dir(job, job->mask_out)) return false;
+    }
+    return true;
+}
+
+void seg_image_output(const seg_job *job, int i, bool mask, char *buf, size_t size)
+{
+    const char *where = mask ? job->mask_out : job->output;
+    bool dir = mask ? job->mask_is_dir : job->output_is_dir;
+    if (!dir) {
+        snprintf(buf, size, "%s", where);
+        return;
+    }
+    char st[512];
+    if (job->kind == SEG_VIDEO) {
+        snprintf(buf, size, "%s/mask_%06d.png", where, i);
+        return;
+    }
+    stem(job->inputs[i], st, sizeof st);
+    const char *ext = extension(job->inputs[i]);
+    if (mask || job->alpha || !ext[0]) ext = ".png";
+    snprintf(buf, size, "%s/%s%s", where, st, ext);
+}
+
+void seg_job_free(seg_job *job)
+{
+    for (int i = 0; i < job->num_inputs; i++) free(job->inputs[i]);
+    free(job->inputs);
+    job->inputs = NULL;
+    job->num_inputs = 0;
+    pf_video_reader_destroy(&job->reader);
+    pf_frame_unref(&job->bg_image);
+}

@@ -1,0 +1,95 @@
+/* `pixflow segment`: what its files share. cmd_segment.c parses the command
+ * line and runs the pipeline, segment_inputs.c finds the model and lists the
+ * inputs and output names, segment_stages.c holds the command's own stages
+ * (the reader, the compositor with an image background, the writer). Public
+ * API only. */
+#ifndef PF_TOOLS_SEGMENT_JOB_H
+#define PF_TOOLS_SEGMENT_JOB_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "pixflow/io.h"
+#include "pixflow/pixflow.h"
+
+#define SEG_PATH_MAX 4096
+
+typedef enum seg_kind {
+    SEG_IMAGES = 0,    /* one or more image files (a directory, a glob, a list) */
+    SEG_VIDEO = 1      /* a video file or Y4M on stdin */
+} seg_kind;
+
+typedef enum seg_bg { SEG_BG_BLUR, SEG_BG_COLOR, SEG_BG_IMAGE, SEG_BG_NONE } seg_bg;
+
+typedef struct seg_job {
+    /* what to do */
+    seg_kind kind;
+    char **inputs;              /* images: the files; video: one path ("-" = stdin) */
+    int num_inputs;
+    const char *input_label;    /* for messages and the summary */
+    char output[SEG_PATH_MAX];  /* a file, a directory (images), or "-" */
+    bool output_is_dir;
+    char mask_out[SEG_PATH_MAX];/* "" = none */
+    bool mask_is_dir;
+    bool alpha;
+    seg_bg bg;
+    uint8_t color[3];
+    pf_frame bg_image;          /* host RGB24, SEG_BG_IMAGE */
+    float smooth;               /* temporal smoothing weight (video), 1 = off */
+    char model[SEG_PATH_MAX];
+    int model_w, model_h;       /* input size */
+    bool model_nhwc;
+    bool quiet;
+    /* video */
+    pf_video_reader *reader;
+    pf_video_info info;
+    /* results (written by the stages' threads) */
+    atomic_llong frames_done;
+    atomic_llong images_failed;
+    atomic_int write_failed;    /* closing a video writer failed (reported) */
+    atomic_int progress_shown;  /* a progress line is on the terminal */
+    bool tty;
+} seg_job;
+
+/* Inputs and names (segment_inputs.c) ---------------------------------------------------- */
+
+/* Resolves --model (NULL, "selfie", "landscape" or a path) into job->model.
+ * Names are searched in $PIXFLOW_MODELS, the source tree the executable was
+ * built in (its directory and parents), and the current directory. Prints
+ * the error; false on failure. */
+bool seg_find_model(seg_job *job, const char *arg);
+
+/* Fills job->kind and job->inputs from the positional arguments: "-" (Y4M on
+ * stdin), a video file, an image, a directory of images or a glob. Opens the
+ * video reader. Prints the error naming the file; false on failure. */
+bool seg_collect_inputs(seg_job *job, const char *const *args, int n);
+
+/* Chooses job->output (from -o or the default) and job->mask_out; creates
+ * directories. Prints the error; false on failure. */
+bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg);
+
+/* The output path of image i (inside job->output when it is a directory). */
+void seg_image_output(const seg_job *job, int i, bool mask, char *buf, size_t size);
+
+void seg_job_free(seg_job *job);
+
+/* Prints "pixflow segment: " + message on stderr, clearing a progress line. */
+void seg_error(seg_job *job, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Stages (segment_stages.c) ----------------------------------------------------------------- */
+
+typedef struct seg_stages seg_stages;
+
+/* Adds the reader (a source on the CPU), and returns through *src. */
+pf_status seg_add_source(pf_pipeline *p, seg_job *job, pf_stage **src);
+/* Adds the compositor on `dev` (an image background is uploaded there). */
+pf_status seg_add_composite(pf_pipeline *p, seg_job *job, pf_device *dev, pf_stage **out);
+/* Adds the writer (a sink on the CPU): outputs, masks, counting. */
+pf_status seg_add_sink(pf_pipeline *p, seg_job *job, pf_stage **out);
+
+#endif

@@ -1,0 +1,331 @@
+/* `pixflow segment`: the command's own stages around the built-in ones.
+ *
+ *   reader (CPU source) -> ops.preprocess -> nn.infer -> ops.mask_post
+ *     -> compositor (this file; on the device) -> writer (CPU sink)
+ *
+ * The reader decodes a video (frames from the reader's pool) or one image
+ * per call; an image that cannot be read is reported, counted and skipped,
+ * so the rest of a batch completes. The compositor is pf_ops_composite on
+ * the stage's stream: unlike ops.composite it takes an image background,
+ * uploaded once to the stage's device. The writer encodes the composited
+ * frames (a video writer or one image file per input) and the masks as
+ * 8-bit images or a gray video. The runtime moves frames between the CPU
+ * stages and device stages (counted transfers). */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "segment_job.h"
+
+/* Reader ------------------------------------------------------------------------------------ */
+
+typedef struct seg_source {
+    seg_job *job;
+    int next;
+} seg_source;
+
+static pf_status source_fn(void *user, pf_stage_ctx *ctx, pf_item *out)
+{
+    (void)ctx;
+    seg_source *s = user;
+    seg_job *job = s->job;
+    if (job->kind == SEG_VIDEO) {
+        /* A broken stream stops the run; the reader's message names the file. */
+        return pf_video_reader_read(job->reader, &out->frame);
+    }
+    while (s->next < job->num_inputs) {
+        int i = s->next++;
+        pf_status st = pf_image_read(job->inputs[i], PF_PIXFMT_RGB24, &out->frame);
+        if (st == PF_OK) {
+            out->frame.index = i;
+            out->user = (void *)(intptr_t)i;
+            return PF_OK;
+        }
+        seg_error(job, "%s (skipped)", pf_last_error());
+        atomic_fetch_add(&job->images_failed, 1);
+    }
+    return PF_EOF;
+}
+
+pf_status seg_add_source(pf_pipeline *p, seg_job *job, pf_stage **src)
+{
+    seg_source *s = calloc(1, sizeof *s);
+    if (!s) return PF_ERR_NOMEM;
+    s->job = job;
+    pf_stage_desc d = pf_stage_desc_default();
+    d.name = "read";
+    d.source = source_fn;
+    d.destroy = free;
+    d.user = s;
+    pf_status st = pf_pipeline_add_stage(p, &d, src);
+    if (st != PF_OK) free(s);
+    return st;
+}
+
+/* Compositor ---------------------------------------------------------------------------------- */
+
+typedef struct seg_comp {
+    seg_job *job;
+    bool cuda;
+    pf_mem_domain domain;
+    pf_pixfmt format;
+    pf_background bg;
+    pf_ops *ops;
+    pf_frame image;          /* the background image where the stage runs */
+} seg_comp;
+
+static void comp_stop(void *user)
+{
+    seg_comp *s = user;
+    pf_ops_destroy(&s->ops);
+    pf_frame_unref(&s->image); /* stream-ordered memory: while the stream lives */
+}
+
+static void comp_destroy(void *user)
+{
+    comp_stop(user);
+    free(user);
+}
+
+static pf_status comp_prepare(seg_comp *s, pf_stage_ctx *ctx)
+{
+    pf_stream *stream = pf_stage_stream(ctx);
+    pf_status st = PF_OK;
+    if (!s->ops) {
+        pf_ops_params op = pf_ops_params_default();
+        op.stream = stream;
+        st = pf_ops_create(&op, &s->ops);
+    }
+    if (st == PF_OK && s->bg.kind == PF_BG_IMAGE && !s->image.buf[0]) {
+        const pf_frame *host = &s->job->bg_image;
+        if (!s->cuda) {
+            pf_frame_ref(&s->image, host);
+        } else {
+            pf_allocator *a = pf_stage_allocator(ctx, PF_MEM_DEVICE);
+            st = a ? pf_frame_alloc(&s->image, host->format, host->width, host->height, a, stream)
+                   : PF_ERR_NOMEM;
+            if (st == PF_OK) st = pf_frame_copy_async(&s->image, host, stream);
+            /* The host image is pageable: wait before it could be released. */
+            if (st == PF_OK) st = pf_stream_synchronize(stream);
+        }
+        s->bg.image = &s->image;
+    }
+    return st;
+}
+
+static pf_status comp_process(void *user, pf_stage_ctx *ctx, pf_item *items, int n)
+{
+    seg_comp *s = user;
+    pf_status st = comp_prepare(s, ctx);
+    pf_allocator *a = st == PF_OK ? pf_stage_allocator(ctx, s->domain) : NULL;
+    if (st == PF_OK && !a) st = PF_ERR_NOMEM;
+    for (int i = 0; i < n && st == PF_OK; i++) {
+        pf_item *it = &items[i];
+        pf_frame out = {0};
+        st = pf_frame_alloc(&out, s->format, it->frame.width, it->frame.height, a,
+                            pf_stage_stream(ctx));
+        if (st == PF_OK) st = pf_ops_composite(s->ops, &it->frame, &it->tensor, &s->bg, &out);
+        if (st == PF_OK) {
+            out.pts = it->frame.pts;
+            out.time_base = it->frame.time_base;
+            out.index = it->frame.index;
+            out.source = it->frame.source;
+            pf_frame_unref(&it->frame);
+            it->frame = out;
+            memset(&out, 0, sizeof out);
+            /* Only the mask writer needs the mask past this point. */
+            if (!s->job->mask_out[0]) pf_tensor_unref(&it->tensor);
+            st = pf_stage_emit(ctx, it);
+            memset(it, 0, sizeof *it);
+        }
+        pf_frame_unref(&out);
+    }
+    for (int i = 0; i < n; i++) pf_item_unref(&items[i]);
+    return st;
+}
+
+pf_status seg_add_composite(pf_pipeline *p, seg_job *job, pf_device *dev, pf_stage **out)
+{
+    seg_comp *s = calloc(1, sizeof *s);
+    if (!s) return PF_ERR_NOMEM;
+    s->job = job;
+    s->cuda = dev && pf_device_get_type(dev) == PF_DEVICE_CUDA;
+    s->domain = s->cuda ? PF_MEM_DEVICE : PF_MEM_HOST;
+    s->format = job->alpha ? PF_PIXFMT_RGBA : PF_PIXFMT_RGB24;
+    s->bg.kind = job->bg == SEG_BG_BLUR    ? PF_BG_BLUR
+                 : job->bg == SEG_BG_COLOR ? PF_BG_COLOR
+                 : job->bg == SEG_BG_IMAGE ? PF_BG_IMAGE
+                                           : PF_BG_NONE;
+    s->bg.blur_sigma = 12.0f;
+    memcpy(s->bg.color, job->color, 3);
+    /* Video frames: BT.601 limited range unless the reader says otherwise
+     * (pf_video_info has no colour matrix yet). */
+    pf_stage_desc d = pf_stage_desc_default();
+    d.name = "composite";
+    d.process = comp_process;
+    d.stop = comp_stop;
+    d.destroy = comp_destroy;
+    d.user = s;
+    d.device = dev;
+    d.accepts = d.produces = s->domain;
+    pf_status st = pf_pipeline_add_stage(p, &d, out);
+    if (st != PF_OK) free(s);
+    return st;
+}
+
+/* Writer ---------------------------------------------------------------------------------------- */
+
+typedef struct seg_sink {
+    seg_job *job;
+    pf_video_writer *w, *mask_w;
+    pf_frame gray;           /* the 8-bit mask, reused while the size stays */
+    int64_t masks;           /* masks written (video: the frame number) */
+} seg_sink;
+
+static void writer_close(seg_job *job, pf_video_writer **w)
+{
+    if (!*w) return;
+    if (pf_video_writer_close(*w) != PF_OK) {
+        seg_error(job, "%s", pf_last_error());
+        atomic_store(&job->write_failed, 1);
+    }
+    pf_video_writer_destroy(w);
+}
+
+static void sink_stop(void *user)
+{
+    seg_sink *s = user;
+    writer_close(s->job, &s->w);
+    writer_close(s->job, &s->mask_w);
+}
+
+static void sink_destroy(void *user)
+{
+    seg_sink *s = user;
+    sink_stop(s);
+    pf_frame_unref(&s->gray);
+    free(s);
+}
+
+static pf_status open_writer(seg_job *job, const char *path, const pf_frame *f, bool alpha,
+                             pf_video_writer **out)
+{
+    pf_video_writer_params wp = pf_video_writer_params_default();
+    wp.path = path;
+    wp.width = f->width;
+    wp.height = f->height;
+    wp.input_format = f->format;
+    if (job->info.fps.num > 0 && job->info.fps.den > 0) wp.fps = job->info.fps;
+    if (alpha) {
+        const char *ext = strrchr(path, '.');
+        if (ext && !strcmp(ext, ".mkv")) {
+            wp.codec = "ffv1";
+            wp.codec_pixfmt = "bgra";
+        } else if (ext && !strcmp(ext, ".webm")) {
+            wp.codec = "libvpx-vp9";
+            wp.codec_pixfmt = "yuva420p";
+        } else {
+            wp.codec = "qtrle";
+            wp.codec_pixfmt = "argb";
+        }
+        wp.preset = NULL;
+        wp.crf = -1;
+    }
+    return pf_video_writer_create(&wp, out);
+}
+
+/* f32 [..., H, W] in [0, 1] -> GRAY8 H x W (rounded, clamped). */
+static pf_status mask_to_gray(seg_sink *s, const pf_tensor *t)
+{
+    if (t->dtype != PF_DTYPE_F32 || t->ndim < 2 || !pf_tensor_is_contiguous(t))
+        return PF_ERR_INVALID;
+    int h = (int)t->shape[t->ndim - 2], w = (int)t->shape[t->ndim - 1];
+    if (s->gray.width != w || s->gray.height != h) {
+        pf_frame_unref(&s->gray);
+        pf_status st = pf_frame_alloc(&s->gray, PF_PIXFMT_GRAY8, w, h, NULL, NULL);
+        if (st != PF_OK) return st;
+    }
+    const float *m = t->data;
+    for (int y = 0; y < h; y++) {
+        uint8_t *row = s->gray.data[0] + (size_t)y * s->gray.stride[0];
+        for (int x = 0; x < w; x++) {
+            float v = m[(size_t)y * (size_t)w + (size_t)x];
+            v = v > 0 ? (v < 1 ? v : 1) : 0; /* NaN -> 0 */
+            row[x] = (uint8_t)(v * 255.0f + 0.5f);
+        }
+    }
+    return PF_OK;
+}
+
+static pf_status write_mask(seg_sink *s, const pf_item *it, int image)
+{
+    seg_job *job = s->job;
+    if (!it->tensor.buf) return PF_OK;
+    pf_status st = mask_to_gray(s, &it->tensor);
+    if (st != PF_OK) {
+        seg_error(job, "cannot write the mask of %s: not an f32 mask",
+                  job->kind == SEG_IMAGES ? job->inputs[image] : job->input_label);
+        return PF_ERR_INTERNAL;
+    }
+    if (job->kind == SEG_VIDEO && !job->mask_is_dir) {
+        if (!s->mask_w) st = open_writer(job, job->mask_out, &s->gray, false, &s->mask_w);
+        if (st == PF_OK) st = pf_video_writer_write(s->mask_w, &s->gray);
+        s->masks++;
+        return st;
+    }
+    char path[SEG_PATH_MAX];
+    seg_image_output(job, job->kind == SEG_VIDEO ? (int)s->masks : image, true, path, sizeof path);
+    s->masks++;
+    st = pf_image_write(path, &s->gray, NULL);
+    if (st != PF_OK && job->kind == SEG_IMAGES) {
+        seg_error(job, "%s (mask not written)", pf_last_error());
+        atomic_fetch_add(&job->images_failed, 1);
+        return PF_OK;
+    }
+    return st;
+}
+
+static pf_status sink_process(void *user, pf_stage_ctx *ctx, pf_item *items, int n)
+{
+    (void)ctx;
+    seg_sink *s = user;
+    seg_job *job = s->job;
+    pf_status st = PF_OK;
+    for (int i = 0; i < n && st == PF_OK; i++) {
+        const pf_item *it = &items[i];
+        int image = (int)(intptr_t)it->user;
+        if (job->kind == SEG_VIDEO) {
+            if (!s->w) st = open_writer(job, job->output, &it->frame, job->alpha, &s->w);
+            if (st == PF_OK) st = pf_video_writer_write(s->w, &it->frame);
+        } else {
+            char path[SEG_PATH_MAX];
+            seg_image_output(job, image, false, path, sizeof path);
+            if (pf_image_write(path, &it->frame, NULL) != PF_OK) {
+                seg_error(job, "%s (not written)", pf_last_error());
+                atomic_fetch_add(&job->images_failed, 1);
+            }
+        }
+        if (st == PF_OK && job->mask_out[0]) st = write_mask(s, it, image);
+        if (st == PF_OK) atomic_fetch_add(&job->frames_done, 1);
+    }
+    for (int i = 0; i < n; i++) pf_item_unref(&items[i]);
+    return st;
+}
+
+pf_status seg_add_sink(pf_pipeline *p, seg_job *job, pf_stage **out)
+{
+    seg_sink *s = calloc(1, sizeof *s);
+    if (!s) return PF_ERR_NOMEM;
+    s->job = job;
+    pf_stage_desc d = pf_stage_desc_default();
+    d.name = "write";
+    d.process = sink_process;
+    d.stop = sink_stop;
+    d.destroy = sink_destroy;
+    d.user = s;
+    pf_status st = pf_pipeline_add_stage(p, &d, out);
+    if (st != PF_OK) free(s);
+    return st;
+}
