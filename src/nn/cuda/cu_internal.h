@@ -102,6 +102,12 @@ typedef struct pf_cu_pool {
     int is_max, count_include_pad;
 } pf_cu_pool;
 int pf_cu_launch_pool(const pf_cu_pool *p, const void *in, void *out, int dt, void *stream);
+/* Global pooling of a channels-last [n, hw pixels, c] map (channel stride 1,
+ * pixel stride in_sp, image stride in_sn) into out[b * out_sn + c * out_sc];
+ * n <= 65535, hw >= 1. */
+int pf_cu_launch_gpool_cl(const void *in, void *out, int dt, int64_t n, int64_t c, int64_t hw,
+                          int is_max, int64_t in_sn, int64_t in_sp, int64_t out_sn,
+                          int64_t out_sc, void *stream);
 
 /* resize.cu: any rank; linear mode interpolates up to 3 axes. */
 typedef struct pf_cu_resize {
@@ -125,6 +131,20 @@ typedef struct pf_cu_bn {
     float act_a, act_b;
 } pf_cu_bn;
 int pf_cu_launch_bn(const pf_cu_bn *p, const void *in, void *out, int dt, void *stream);
+
+/* dwconv.cu: depthwise conv of channels-last [N, C, H, W] views (channel
+ * stride 1 in and out), weights [kh, kw, C], bias[C] or NULL, then act.
+ * pf_cu_dw_ok says whether the shape/strides fit the kernel (32-bit). */
+typedef struct pf_cu_dw {
+    int64_t n, c, h, w, oh, ow;
+    int64_t in_st[4], out_st[4];
+    int kh, kw, sh, sw, dh, dw, ph, pw;
+    int act;
+    float act_a, act_b;
+} pf_cu_dw;
+int pf_cu_dw_ok(const pf_cu_dw *p);
+int pf_cu_launch_dwconv(const pf_cu_dw *p, const void *x, const void *w, const void *bias,
+                        void *y, int dt, void *stream);
 
 const char *pf_cu_error_string(int err);
 

@@ -3,9 +3,12 @@
  * Activations are NHWC (strides) with an NHWC (KRSC) filter so FP16 runs on
  * tensor cores; 1D convs are 2D ones with H = 1. Descriptors take explicit
  * strides, so the layout is whatever the executor chose for the value.
- * The algorithm comes from cudnnGetConvolution*Algorithm_v7 at plan time
- * (the first one that succeeds within the workspace limit); its workspace
- * is part of the plan's one device allocation. Bias + ReLU fuse into
+ * Forward algorithms are timed at plan time (cudnnFindConvolutionForward-
+ * Algorithm, per plan, so per batch size; the fastest within the workspace
+ * limit), ConvTranspose takes cudnnGetConvolutionBackwardDataAlgorithm_v7's
+ * heuristics; the workspace is part of the plan's one device allocation.
+ * Depthwise convs on channels-last values run pixflow's own kernel
+ * (dwconv.cu). Bias + ReLU fuse into
  * cudnnConvolutionBiasActivationForward; when cuDNN refuses that call for a
  * shape (checked on the first, eager run) or for other activations, the
  * conv is followed by pf_nn_cuda_bias_act. cuDNN pads symmetrically only:
@@ -116,9 +119,7 @@ pf_status pf_cux_conv_prepare(pf_cux_ctx *c, const pf_ir_graph *g, int node,
         return pf_set_error(PF_ERR_UNSUPPORTED,
                             "%s: the weights are a runtime tensor; CUDA needs constant weights",
                             pf_cux_desc(g, node, desc, sizeof desc));
-    pf_status ps = pf_cux_weight_get(c, g, n->in[1], cv->nhwc ? PF_CUX_FILTER_NHWC : PF_CUX_ROWMAJOR,
-                                     &cv->w);
-    if (ps != PF_OK) return ps;
+    pf_status ps = PF_OK;
     cv->b = NULL;
     if (n->n_in > 2 && n->in[2] >= 0) {
         if (!g->values[n->in[2]].data)
@@ -127,6 +128,30 @@ pf_status pf_cux_conv_prepare(pf_cux_ctx *c, const pf_ir_graph *g, int node,
         ps = pf_cux_weight_get(c, g, n->in[2], PF_CUX_ROWMAJOR, &cv->b);
         if (ps != PF_OK) return ps;
     }
+    const int64_t group = a->group ? a->group : 1;
+    if (!cv->transpose && group > 1 && group == xd[1] && wv->dims[0] == group && wv->dims[1] == 1 &&
+        yd[1] == group && xs[1] == 1 && ys[1] == 1) {
+        /* Depthwise: pixflow's kernel (see dwconv.cu for why). It pads
+         * asymmetrically by itself, so no tmp. */
+        pf_cu_dw *q = &cv->dwp;
+        q->n = xd[0], q->c = xd[1], q->h = xd[2], q->w = xd[3];
+        q->oh = yd[2], q->ow = yd[3];
+        for (int i = 0; i < 4; i++) q->in_st[i] = xs[i], q->out_st[i] = ys[i];
+        q->kh = (int)k[0], q->kw = (int)k[1], q->sh = (int)st[0], q->sw = (int)st[1];
+        q->dh = (int)dil[0], q->dw = (int)dil[1], q->ph = (int)pb[0], q->pw = (int)pb[1];
+        q->act = n->act;
+        q->act_a = n->act_a;
+        q->act_b = n->act_b;
+        if (pf_cu_dw_ok(q) && pb[0] >= 0 && pb[1] >= 0) {
+            ps = pf_cux_weight_get(c, g, n->in[1], PF_CUX_FILTER_RSK, &cv->w);
+            if (ps != PF_OK) return ps;
+            cv->dw = true;
+            return PF_OK;
+        }
+    }
+    ps = pf_cux_weight_get(c, g, n->in[1], cv->nhwc ? PF_CUX_FILTER_NHWC : PF_CUX_ROWMAJOR,
+                           &cv->w);
+    if (ps != PF_OK) return ps;
 
     DNN(cudnnCreateTensorDescriptor(&cv->xd));
     DNN(cudnnCreateTensorDescriptor(&cv->yd));
@@ -171,24 +196,60 @@ pf_status pf_cux_conv_prepare(pf_cux_ctx *c, const pf_ir_graph *g, int node,
         DNN(set_tensor(cv->yd, dt, yd, ys));
         cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         int got = 0;
-        DNN(cudnnGetConvolutionForwardAlgorithm_v7(c->cudnn, cv->xd, cv->wd, cv->cd, cv->yd,
-                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, perf));
+        /* Timed choice: cuDNN runs every algorithm on buffers it allocates
+         * itself (plan time, outside any capture) and sorts by time.
+         * Heuristics remain the fallback when timing fails (e.g. no memory
+         * for its buffers). A conv with a bias and no activation or ReLU
+         * prefers IMPLICIT_PRECOMP_GEMM when it is nearly as fast: that
+         * algorithm runs bias + act in its epilogue (identity activation is
+         * allowed with it only), where others need extra passes over the
+         * output; those passes cost more than the timing difference (at
+         * batch 1 the timed-best algorithms made LRASPP 1.5x slower). */
+        const bool fusable = cv->b && (n->act == PF_IR_ACT_RELU || n->act == PF_IR_ACT_NONE);
         int pick = -1;
-        for (int i = 0; i < got && pick < 0; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= WS_LIMIT) pick = i;
+        if (cudnnFindConvolutionForwardAlgorithm(c->cudnn, cv->xd, cv->wd, cv->cd, cv->yd,
+                                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got,
+                                                 perf) == CUDNN_STATUS_SUCCESS) {
+            for (int i = 0; i < got; i++) {
+                if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > WS_LIMIT) continue;
+                /* FP32 without TF32 must not take a tensor-op (TF32) result. */
+                if (!c->fp16 && !c->p.allow_tf32 && perf[i].mathType == CUDNN_TENSOR_OP_MATH)
+                    continue;
+                if (pick < 0) pick = i;
+                if (fusable && perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM &&
+                    perf[i].time <= perf[pick].time * 1.3f + 0.005f) {
+                    pick = i;
+                    break;
+                }
+            }
+        }
+        (void)cudaGetLastError();
+        if (pick < 0) {
+            got = 0;
+            DNN(cudnnGetConvolutionForwardAlgorithm_v7(c->cudnn, cv->xd, cv->wd, cv->cd, cv->yd,
+                                                       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got,
+                                                       perf));
+            for (int i = 0; i < got && pick < 0; i++)
+                if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= WS_LIMIT) pick = i;
+        } else if (c->fp16) {
+            DNN(cudnnSetConvolutionMathType(cv->cd, perf[pick].mathType));
+        }
         if (pick < 0)
             return pf_set_error(PF_ERR_UNSUPPORTED, "%s: cuDNN has no forward algorithm for it",
                                 pf_cux_desc(g, node, desc, sizeof desc));
         cv->algo = perf[pick].algo;
         DNN(cudnnGetConvolutionForwardWorkspaceSize(c->cudnn, cv->xd, cv->wd, cv->cd, cv->yd,
                                                     perf[pick].algo, &cv->ws_bytes));
-        if (cv->b && n->act == PF_IR_ACT_RELU) {
+        const bool precomp = cv->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+        if (cv->b && (n->act == PF_IR_ACT_RELU || (n->act == PF_IR_ACT_NONE && precomp))) {
             cv->fused = true;
             DNN(cudnnCreateTensorDescriptor(&cv->bd));
             DNN(cudnnSetTensor4dDescriptor(cv->bd, CUDNN_TENSOR_NCHW, dt, 1, (int)yd[1], 1, 1));
             DNN(cudnnCreateActivationDescriptor(&cv->ad));
-            DNN(cudnnSetActivationDescriptor(cv->ad, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN,
-                                             0.0));
+            DNN(cudnnSetActivationDescriptor(cv->ad,
+                                             n->act == PF_IR_ACT_RELU ? CUDNN_ACTIVATION_RELU
+                                                                      : CUDNN_ACTIVATION_IDENTITY,
+                                             CUDNN_NOT_PROPAGATE_NAN, 0.0));
         }
     } else {
         /* dy = x (fk channels), dx = y (or the uncropped tmp). */
@@ -244,6 +305,16 @@ pf_status pf_cux_conv_run(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_
     const float one = 1.0f, zero = 0.0f;
     char *tmp = (char *)ws;
     char *dws = tmp + cv->tmp_bytes;
+    if (cv->dw) {
+        int e = pf_cu_launch_dwconv(&cv->dwp, x->data, cv->w, cv->b, y->data,
+                                    c->fp16 ? PF_IR_F16 : PF_IR_F32, s);
+        if (e) {
+            char d[160];
+            return pf_set_error(PF_ERR_DEVICE, "%s: depthwise conv launch failed: %s",
+                                pf_cux_desc(g, node, d, sizeof d), pf_cu_error_string(e));
+        }
+        return PF_OK;
+    }
     if (!cv->transpose) {
         const void *src = x->data;
         if (cv->use_tmp) {

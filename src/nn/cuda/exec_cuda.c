@@ -9,7 +9,8 @@
  *   NCHW shape) when a convolution produces it, when it follows an
  *   NHWC input through a layout-agnostic op (elementwise, pooling, BN,
  *   resize, pad, concat, slice, depth/space, softmax ...), or when a
- *   convolution consumes it; everything else is row-major. The kernels read
+ *   convolution consumes it; everything else, and graph outputs no
+ *   convolution reads, is row-major. The kernels read
  *   and write any strides, so only Gemm/MatMul (cuBLAS wants row-major)
  *   need a conversion step (pf_nn_cuda_copy into a side buffer).
  * - Memory: one device allocation per plan = the arena of intermediates
@@ -187,6 +188,17 @@ pf_status pf_cux_weight_get(pf_cux_ctx *c, const pf_ir_graph *g, int vid, int fo
                         if (dt == PF_IR_F16) ((uint16_t *)stage)[dst] = pf_f32_to_f16(f);
                         else ((float *)stage)[dst] = f;
                     }
+    } else if (form == PF_CUX_FILTER_RSK && is_float(v->dtype) && (v->ndim == 4 || v->ndim == 3) &&
+               v->dims[1] == 1) {
+        /* [K, 1, (R,) S] -> [(R,) S, K] */
+        const size_t K = (size_t)v->dims[0];
+        const size_t RS = numel / (K ? K : 1);
+        for (size_t k = 0; k < K; k++)
+            for (size_t q = 0; q < RS; q++) {
+                const float f = src_float(v, k * RS + q);
+                if (dt == PF_IR_F16) ((uint16_t *)stage)[q * K + k] = pf_f32_to_f16(f);
+                else ((float *)stage)[q * K + k] = f;
+            }
     } else if (is_float(v->dtype) && v->dtype != dt) {
         for (size_t i = 0; i < numel; i++) {
             const float f = src_float(v, i);
@@ -454,6 +466,11 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
             if (!float4d(&g->values[v])) continue;
             if (is_conv_op(n->op)) nhwc[v] = true;
             else if (n->op == PF_IR_GEMM || n->op == PF_IR_MATMUL) nhwc[v] = false;
+            /* A graph output no conv reads stays row-major: the caller
+             * wants NCHW, and the producer writing it directly is cheaper
+             * than an NHWC value plus a transposing output copy (the final
+             * 512x512 upsample of a segmentation model). */
+            else if (g->values[v].is_output && !conv_in[v]) nhwc[v] = false;
             else nhwc[v] = (follows_layout(n->op) && any_in) || conv_in[v];
         }
     }

@@ -30,7 +30,11 @@ typedef struct pf_cux_ctx {
 } pf_cux_ctx;
 
 /* Weight forms: the same constant uploaded for different uses. */
-enum { PF_CUX_ROWMAJOR = 0, PF_CUX_FILTER_NHWC = 1 };
+enum {
+    PF_CUX_ROWMAJOR = 0,
+    PF_CUX_FILTER_NHWC = 1, /* [K, C, R, S] -> [K, R, S, C] (cuDNN KRSC) */
+    PF_CUX_FILTER_RSK = 2   /* depthwise [K, 1, R, S] -> [R, S, K] (dwconv.cu) */
+};
 
 /* A device copy of constant value `v` of g in the ctx precision (floats
  * F16 in FP16 mode), uploaded once per (name, bytes, form). */
@@ -43,6 +47,8 @@ pf_ir_dtype pf_cux_dtype(const pf_cux_ctx *c, pf_ir_dtype t);
 typedef struct pf_cux_conv {
     bool transpose;
     bool nhwc;
+    bool dw;                    /* depthwise: pixflow's kernel (dwp), no cuDNN */
+    pf_cu_dw dwp;
     cudnnTensorDescriptor_t xd, yd, bd, td;
     cudnnFilterDescriptor_t wd;
     cudnnConvolutionDescriptor_t cd;
