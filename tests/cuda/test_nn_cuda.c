@@ -696,6 +696,247 @@ static void test_conv(void)
     }
 }
 
+/* conv() with explicit activation parameters, an optional bias and
+ * separate begin/end pads per axis. */
+static int conv_ex(gb *b, int x, int64_t cin, int64_t cout, int k, int s, const int *pb,
+                   const int *pe, int group, int dil, pf_ir_act act, float aa, float ab,
+                   bool bias)
+{
+    pf_ir_attr a;
+    memset(&a, 0, sizeof a);
+    a.conv.nsp = 2;
+    for (int j = 0; j < 2; j++) {
+        a.conv.kernel[j] = k;
+        a.conv.stride[j] = s;
+        a.conv.dilation[j] = dil;
+        a.conv.pad_begin[j] = pb[j];
+        a.conv.pad_end[j] = pe[j];
+    }
+    a.conv.group = group;
+    int64_t wd[4] = {cout, cin / group, k, k};
+    const float r = 1.0f / sqrtf((float)(cin / group * k * k));
+    int in[3] = {x, gb_const(b, 4, wd, -r, r), -1};
+    int64_t bd[1] = {cout};
+    if (bias) in[2] = gb_const(b, 1, bd, -0.5f, 0.5f);
+    return gb_node(b, PF_IR_CONV, in, bias ? 3 : 2, 1, &a, act, aa, ab);
+}
+
+/* Depthwise convs on channels-last inputs (pixflow's dwconv kernel) in the
+ * shapes MobileNets use, and a channel multiplier (cuDNN grouped conv). */
+static void test_dwconv(void)
+{
+    static const struct { int c, mult, k, s, dil, pb0, pb1, pe0, pe1, act; int64_t n, h, w; } cs[] = {
+        {16, 1, 3, 2, 1, 1, 1, 1, 1, PF_IR_ACT_RELU, 2, 13, 10},       /* stride 2 */
+        {24, 1, 5, 1, 1, 2, 2, 2, 2, PF_IR_ACT_HARD_SWISH, 2, 9, 11},  /* 5x5 */
+        {10, 1, 5, 2, 1, 1, 2, 2, 1, PF_IR_ACT_NONE, 1, 12, 12},       /* 5x5 s2, odd C */
+        {16, 1, 3, 1, 2, 2, 2, 2, 2, PF_IR_ACT_CLIP, 2, 10, 9},        /* dilation 2 */
+        {8, 1, 3, 2, 1, 0, 0, 1, 1, PF_IR_ACT_RELU, 2, 16, 12},        /* TFLite SAME s2 */
+        {6, 1, 3, 1, 1, 1, 0, 0, 2, PF_IR_ACT_SIGMOID, 1, 7, 8},       /* asymmetric */
+        {8, 2, 3, 1, 1, 1, 1, 1, 1, PF_IR_ACT_NONE, 2, 6, 7},          /* multiplier 2 */
+        {32, 1, 3, 1, 1, 1, 1, 1, 1, PF_IR_ACT_RELU, 8, 14, 14},       /* batch 8 */
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        gb b = gb_new("dwconv");
+        int64_t d[4] = {cs[i].n, cs[i].c, cs[i].h, cs[i].w};
+        const int pb[2] = {cs[i].pb0, cs[i].pb1}, pe[2] = {cs[i].pe0, cs[i].pe1};
+        int y = conv_ex(&b, gb_in(&b, 4, d), cs[i].c, (int64_t)cs[i].c * cs[i].mult, cs[i].k,
+                        cs[i].s, pb, pe, cs[i].c, cs[i].dil, (pf_ir_act)cs[i].act, 0.0f, 6.0f,
+                        i % 2 == 0);
+        char label[48];
+        snprintf(label, sizeof label, "depthwise case %zu", i);
+        check_model(gb_model(&b, y), label, -1, 1, false);
+    }
+}
+
+/* Global pooling and resize reading channels-last values (a conv's output),
+ * written row-major (graph output) and channels-last (read by a conv). */
+static void test_nhwc_pool_resize(void)
+{
+    static const int zp[2] = {1, 1};
+    for (int k = 0; k < 4; k++) {
+        gb b = gb_new("nhwc_gpool");
+        int64_t d[4] = {k < 2 ? 2 : 8, 5, 9, 7};
+        int c = conv_ex(&b, gb_in(&b, 4, d), 5, 12, 3, 1, zp, zp, 1, 1, PF_IR_ACT_RELU, 0, 0, true);
+        int p = gb1(&b, k % 2 ? PF_IR_GLOBAL_MAXPOOL : PF_IR_GLOBAL_AVGPOOL, c, NULL);
+        static const int z0[2] = {0, 0};
+        if (k >= 2) p = conv_ex(&b, p, 12, 6, 1, 1, z0, z0, 1, 1, PF_IR_ACT_NONE, 0, 0, true);
+        char label[64];
+        snprintf(label, sizeof label, "conv -> %s%s", k % 2 ? "GlobalMaxPool" : "GlobalAveragePool",
+                 k >= 2 ? " -> conv, batch 8" : "");
+        check_model(gb_model(&b, p), label, -1, 1, false);
+    }
+    static const struct { int mode, coord; double s; } rs[] = {
+        {PF_IR_RESIZE_LINEAR, PF_IR_COORD_HALF_PIXEL, 2.0},
+        {PF_IR_RESIZE_LINEAR, PF_IR_COORD_ALIGN_CORNERS, 0.5},
+        {PF_IR_RESIZE_LINEAR, PF_IR_COORD_PYTORCH_HALF_PIXEL, 4.0},
+        {PF_IR_RESIZE_NEAREST, PF_IR_COORD_ASYMMETRIC, 2.0},
+    };
+    for (size_t i = 0; i < 2 * sizeof rs / sizeof rs[0]; i++) {
+        const size_t r = i / 2;
+        gb b = gb_new("nhwc_resize");
+        int64_t d[4] = {2, 4, 6, 8};
+        int c = conv_ex(&b, gb_in(&b, 4, d), 4, 10, 3, 1, zp, zp, 1, 1, PF_IR_ACT_NONE, 0, 0, true);
+        pf_ir_attr a;
+        memset(&a, 0, sizeof a);
+        a.resize.mode = (pf_ir_resize_mode)rs[r].mode;
+        a.resize.coord = (pf_ir_coord_mode)rs[r].coord;
+        a.resize.nearest = PF_IR_NEAREST_FLOOR;
+        a.resize.n = 4;
+        a.resize.has_scales = true;
+        a.resize.scale[0] = a.resize.scale[1] = 1.0;
+        a.resize.scale[2] = a.resize.scale[3] = rs[r].s;
+        int y = gb1(&b, PF_IR_RESIZE, c, &a);
+        if (i % 2) y = conv_ex(&b, y, 10, 3, 3, 1, zp, zp, 1, 1, PF_IR_ACT_NONE, 0, 0, true);
+        char label[64];
+        snprintf(label, sizeof label, "conv -> Resize case %zu%s", r, i % 2 ? " -> conv" : "");
+        check_model(gb_model(&b, y), label, -1, 1, false);
+    }
+}
+
+/* Convs on 1x1 spatial maps (fc1x1.cu): every activation, with and
+ * without bias, batch 1 and 8, channel counts off multiples of 8; and the
+ * squeeze-excite shape gpool -> conv -> conv -> Mul. */
+static void test_conv_1x1_spatial(void)
+{
+    static const struct { pf_ir_act act; float a, b; } acts[] = {
+        {PF_IR_ACT_NONE, 0, 0},          {PF_IR_ACT_RELU, 0, 0},
+        {PF_IR_ACT_CLIP, 0.0f, 6.0f},    {PF_IR_ACT_SIGMOID, 0, 0},
+        {PF_IR_ACT_TANH, 0, 0},          {PF_IR_ACT_LEAKY_RELU, 0.1f, 0},
+        {PF_IR_ACT_HARD_SIGMOID, 1.0f / 6.0f, 0.5f}, {PF_IR_ACT_HARD_SWISH, 0, 0},
+    };
+    static const int64_t ch[][2] = {{37, 19}, {120, 30}, {5, 67}};
+    static const int z0[2] = {0, 0};
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+        for (int v = 0; v < 4; v++) {
+            const int64_t n = v % 2 ? 8 : 1;
+            const int64_t *cc = ch[(i + (size_t)v) % 3];
+            gb b = gb_new("conv1x1sp");
+            int64_t d[4] = {n, cc[0], 1, 1};
+            int y = conv_ex(&b, gb_in(&b, 4, d), cc[0], cc[1], 1, 1, z0, z0, 1, 1, acts[i].act,
+                            acts[i].a, acts[i].b, v < 2);
+            char label[64];
+            snprintf(label, sizeof label, "1x1-spatial conv act %d %s batch %d C %d->%d",
+                     (int)acts[i].act, v < 2 ? "bias" : "no bias", (int)n, (int)cc[0],
+                     (int)cc[1]);
+            check_model(gb_model(&b, y), label, -2, 2, false);
+        }
+    }
+    for (int n = 1; n <= 8; n += 7) {
+        gb b = gb_new("se");
+        int64_t d[4] = {n, 36, 5, 6};
+        static const int p1[2] = {1, 1};
+        int x = conv_ex(&b, gb_in(&b, 4, d), 36, 36, 3, 1, p1, p1, 1, 1, PF_IR_ACT_RELU, 0, 0, true);
+        int p = gb1(&b, PF_IR_GLOBAL_AVGPOOL, x, NULL);
+        int f1 = conv_ex(&b, p, 36, 9, 1, 1, z0, z0, 1, 1, PF_IR_ACT_RELU, 0, 0, true);
+        int f2 = conv_ex(&b, f1, 9, 36, 1, 1, z0, z0, 1, 1, PF_IR_ACT_HARD_SIGMOID, 1.0f / 6.0f,
+                         0.5f, true);
+        int m = gb2(&b, PF_IR_MUL, x, f2, NULL);
+        int y = conv_ex(&b, m, 36, 12, 1, 1, z0, z0, 1, 1, PF_IR_ACT_NONE, 0, 0, true);
+        check_model(gb_model(&b, y), n == 1 ? "squeeze-excite batch 1" : "squeeze-excite batch 8",
+                    -1, 1, false);
+    }
+}
+
+/* Per-channel operands against channels-last maps (the 16-byte
+ * per-channel fast path when C % 8 == 0): squeeze-excite Mul in both
+ * operand orders, batch 1 and 8, a Sub (channels first) and a Div, and a
+ * constant [C, 1, 1] shared by the batch, with C 40 and 12 (no fast path). */
+static void test_channel_bcast(void)
+{
+    static const int p1[2] = {1, 1};
+    static const pf_ir_op ops[4] = {PF_IR_MUL, PF_IR_MUL, PF_IR_SUB, PF_IR_DIV};
+    for (int v = 0; v < 16; v++) {
+        const int64_t c = v & 8 ? 12 : 40, n = v & 1 ? 8 : 1;
+        const int oi = (v >> 1) & 3;
+        const bool first = oi == 1 || oi == 2; /* never divide by x (ReLU zeros) */
+        gb b = gb_new("chan");
+        int64_t d[4] = {n, c, 6, 5};
+        int x = conv_ex(&b, gb_in(&b, 4, d), c, c, 3, 1, p1, p1, 1, 1, PF_IR_ACT_RELU, 0, 0, true);
+        int sc;
+        if (oi == 2) {
+            int64_t cd[3] = {c, 1, 1};
+            sc = gb_const(&b, 3, cd, -1, 1);
+        } else {
+            int p = gb1(&b, PF_IR_GLOBAL_AVGPOOL, x, NULL);
+            sc = gb1(&b, PF_IR_SIGMOID, p, NULL); /* in (0, 1): a safe divisor */
+        }
+        int in[2] = {first ? sc : x, first ? x : sc};
+        int m = gb_node(&b, ops[oi], in, 2, 1, NULL, oi == 2 ? PF_IR_ACT_RELU : PF_IR_ACT_NONE,
+                        0, 0);
+        int y = conv_ex(&b, m, c, 8, 3, 1, p1, p1, 1, 1, PF_IR_ACT_NONE, 0, 0, true);
+        char label[80];
+        snprintf(label, sizeof label, "per-channel %s%s C %d batch %d", pf_ir_op_name(ops[oi]),
+                 first ? " (channels first)" : "", (int)c, (int)n);
+        check_model(gb_model(&b, y), label, -1, 1, false);
+    }
+}
+
+/* Residual Adds the executor folds into the conv before them (z input of
+ * cuDNN's fused call): conv + Add, conv + Add + ReLU, both operand orders,
+ * z a graph input or another conv's output, the ResNet downsample order
+ * (the later conv absorbs), and Adds that must not be absorbed (conv
+ * output read twice, z computed after the conv, Add output a graph
+ * output). */
+static void test_residual(void)
+{
+    static const int p1[2] = {1, 1}, z0[2] = {0, 0};
+    for (int v = 0; v < 16; v++) {
+        const bool relu = v & 1, swap = v & 2, z_conv = v & 4, b8 = v & 8;
+        gb b = gb_new("residual");
+        int64_t d[4] = {b8 ? 8 : 2, 16, 9, 10};
+        int x = gb_in(&b, 4, d);
+        int z = z_conv ? conv_ex(&b, x, 16, 16, 3, 1, p1, p1, 1, 1, PF_IR_ACT_RELU, 0, 0, true)
+                       : x;
+        int c = conv_ex(&b, z_conv ? z : x, 16, 16, 3, 1, p1, p1, 1, 1, PF_IR_ACT_NONE, 0, 0,
+                        true);
+        int in[2] = {swap ? z : c, swap ? c : z};
+        int s = gb_node(&b, PF_IR_ADD, in, 2, 1, NULL, relu ? PF_IR_ACT_RELU : PF_IR_ACT_NONE, 0,
+                        0);
+        int y = conv_ex(&b, s, 16, 8, 1, 1, z0, z0, 1, 1, PF_IR_ACT_NONE, 0, 0, true);
+        char label[80];
+        snprintf(label, sizeof label, "residual conv + Add%s%s, z %s, batch %d",
+                 relu ? " + ReLU" : "", swap ? " (z first)" : "", z_conv ? "conv" : "input",
+                 b8 ? 8 : 2);
+        check_model(gb_model(&b, y), label, -1, 1, false);
+    }
+    for (int v = 0; v < 2; v++) { /* bottleneck: conv1 -> conv2, downsample conv, Add + ReLU */
+        gb b = gb_new("bottleneck");
+        int64_t d[4] = {2, 8, 10, 10};
+        int x = gb_in(&b, 4, d);
+        int c1 = conv_ex(&b, x, 8, 12, 1, 1, z0, z0, 1, 1, PF_IR_ACT_RELU, 0, 0, true);
+        int c2 = conv_ex(&b, c1, 12, 24, 3, 2, p1, p1, 1, 1, PF_IR_ACT_NONE, 0, 0, true);
+        int ds = conv_ex(&b, x, 8, 24, 1, 2, z0, z0, 1, 1, PF_IR_ACT_NONE, 0, 0, true);
+        int in[2] = {v ? ds : c2, v ? c2 : ds};
+        int s = gb_node(&b, PF_IR_ADD, in, 2, 1, NULL, PF_IR_ACT_RELU, 0, 0);
+        int y = conv_ex(&b, s, 24, 24, 3, 1, p1, p1, 1, 1, PF_IR_ACT_NONE, 0, 0, true);
+        int in2[2] = {y, s}; /* a second residual on top */
+        int s2 = gb_node(&b, PF_IR_ADD, in2, 2, 1, NULL, PF_IR_ACT_RELU, 0, 0);
+        int o = conv_ex(&b, s2, 24, 4, 1, 1, z0, z0, 1, 1, PF_IR_ACT_NONE, 0, 0, true);
+        check_model(gb_model(&b, o), v ? "bottleneck (downsample first)" : "bottleneck", -1, 1,
+                    false);
+    }
+    for (int v = 0; v < 3; v++) { /* not absorbable */
+        gb b = gb_new("residual_no");
+        int64_t d[4] = {2, 8, 7, 7};
+        int x = gb_in(&b, 4, d);
+        int c = conv_ex(&b, x, 8, 8, 3, 1, p1, p1, 1, 1, PF_IR_ACT_NONE, 0, 0, true);
+        int z = v == 1 ? conv_ex(&b, x, 8, 8, 1, 1, z0, z0, 1, 1, PF_IR_ACT_NONE, 0, 0, true) : x;
+        int in[2] = {c, z};
+        int s = gb_node(&b, PF_IR_ADD, in, 2, 1, NULL, PF_IR_ACT_RELU, 0, 0);
+        int y = s;
+        if (v == 0) { /* c read twice */
+            int in2[2] = {s, c};
+            y = gb_node(&b, PF_IR_MUL, in2, 2, 1, NULL, PF_IR_ACT_NONE, 0, 0);
+        }
+        if (v != 2) y = conv_ex(&b, y, 8, 4, 1, 1, z0, z0, 1, 1, PF_IR_ACT_NONE, 0, 0, true);
+        static const char *const names[3] = {"conv read twice", "the later conv absorbs",
+                                             "Add is the graph output"};
+        char label[64];
+        snprintf(label, sizeof label, "residual not absorbed: %s", names[v]);
+        check_model(gb_model(&b, y), label, -1, 1, false);
+    }
+}
+
 static void test_gemm(void)
 {
     pf_ir_attr a;
@@ -909,6 +1150,11 @@ int main(void)
     PF_RUN(test_resize_pool);
     PF_RUN(test_reduce_softmax);
     PF_RUN(test_conv);
+    PF_RUN(test_dwconv);
+    PF_RUN(test_nhwc_pool_resize);
+    PF_RUN(test_conv_1x1_spatial);
+    PF_RUN(test_channel_bcast);
+    PF_RUN(test_residual);
     PF_RUN(test_gemm);
     PF_RUN(test_chain);
     PF_RUN(test_graph_replay);

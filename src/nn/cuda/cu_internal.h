@@ -146,6 +146,19 @@ int pf_cu_dw_ok(const pf_cu_dw *p);
 int pf_cu_launch_dwconv(const pf_cu_dw *p, const void *x, const void *w, const void *bias,
                         void *y, int dt, void *stream);
 
+/* fc1x1.cu: a conv whose input and output are 1x1 spatial (kernel 1x1,
+ * group 1): y[b * y_sn + k * y_sc] = act(sum_c w[k * cin + c] *
+ * x[b * x_sn + c * x_sc] + bias[k]); bias may be NULL. */
+typedef struct pf_cu_fc {
+    int64_t n, cin, cout;
+    int64_t x_sn, x_sc, y_sn, y_sc;
+    int act;
+    float act_a, act_b;
+} pf_cu_fc;
+int pf_cu_fc_ok(const pf_cu_fc *p);
+int pf_cu_launch_fc(const pf_cu_fc *p, const void *x, const void *w, const void *bias, void *y,
+                    int dt, void *stream);
+
 const char *pf_cu_error_string(int err);
 
 PF_END_DECLS

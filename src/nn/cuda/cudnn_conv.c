@@ -8,7 +8,9 @@
  * limit), ConvTranspose takes cudnnGetConvolutionBackwardDataAlgorithm_v7's
  * heuristics; the workspace is part of the plan's one device allocation.
  * Depthwise convs on channels-last values run pixflow's own kernel
- * (dwconv.cu). Bias + ReLU fuse into
+ * (dwconv.cu), convs on 1x1 spatial maps another (fc1x1.cu). A conv whose
+ * only reader is a residual Add may absorb it (z input of the fused call;
+ * exec_cuda.c decides when that is safe). Bias + ReLU fuse into
  * cudnnConvolutionBiasActivationForward; when cuDNN refuses that call for a
  * shape (checked on the first, eager run) or for other activations, the
  * conv is followed by pf_nn_cuda_bias_act. cuDNN pads symmetrically only:
@@ -146,6 +148,23 @@ pf_status pf_cux_conv_prepare(pf_cux_ctx *c, const pf_ir_graph *g, int node,
             ps = pf_cux_weight_get(c, g, n->in[1], PF_CUX_FILTER_RSK, &cv->w);
             if (ps != PF_OK) return ps;
             cv->dw = true;
+            return PF_OK;
+        }
+    }
+    if (!cv->transpose && group == 1 && k[0] == 1 && k[1] == 1 && pb[0] == 0 && pb[1] == 0 &&
+        pe[0] == 0 && pe[1] == 0 && xd[2] == 1 && xd[3] == 1 && yd[2] == 1 && yd[3] == 1 &&
+        wv->ndim == 2 + sp && wv->dims[0] == yd[1] && wv->dims[1] == xd[1] && yd[0] == xd[0]) {
+        /* 1x1 spatial in and out: a matrix-vector product per item. */
+        pf_cu_fc *q = &cv->fcp;
+        q->n = xd[0], q->cin = xd[1], q->cout = yd[1];
+        q->x_sn = xs[0], q->x_sc = xs[1], q->y_sn = ys[0], q->y_sc = ys[1];
+        q->act = n->act;
+        q->act_a = n->act_a;
+        q->act_b = n->act_b;
+        if (pf_cu_fc_ok(q)) {
+            ps = pf_cux_weight_get(c, g, n->in[1], PF_CUX_ROWMAJOR, &cv->w);
+            if (ps != PF_OK) return ps;
+            cv->fc = true;
             return PF_OK;
         }
     }
@@ -315,6 +334,16 @@ pf_status pf_cux_conv_run(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_
         }
         return PF_OK;
     }
+    if (cv->fc) {
+        int e = pf_cu_launch_fc(&cv->fcp, x->data, cv->w, cv->b, y->data,
+                                c->fp16 ? PF_IR_F16 : PF_IR_F32, s);
+        if (e) {
+            char d[160];
+            return pf_set_error(PF_ERR_DEVICE, "%s: 1x1 spatial conv launch failed: %s",
+                                pf_cux_desc(g, node, d, sizeof d), pf_cu_error_string(e));
+        }
+        return PF_OK;
+    }
     if (!cv->transpose) {
         const void *src = x->data;
         if (cv->use_tmp) {
@@ -329,8 +358,8 @@ pf_status pf_cux_conv_run(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_
         if (cv->fused) {
             cudnnStatus_t st = cudnnConvolutionBiasActivationForward(
                 c->cudnn, &one, cv->xd, src, cv->wd, cv->w, cv->cd,
-                (cudnnConvolutionFwdAlgo_t)cv->algo, dws, cv->ws_bytes, &zero, cv->yd, y->data,
-                cv->bd, cv->b, cv->ad, cv->yd, y->data);
+                (cudnnConvolutionFwdAlgo_t)cv->algo, dws, cv->ws_bytes, cv->resid ? &one : &zero,
+                cv->yd, cv->resid ? cv->z.data : y->data, cv->bd, cv->b, cv->ad, cv->yd, y->data);
             if (st == CUDNN_STATUS_SUCCESS) return PF_OK;
             if (st != CUDNN_STATUS_NOT_SUPPORTED && st != CUDNN_STATUS_BAD_PARAM)
                 return dnn_fail(g, node, "cudnnConvolutionBiasActivationForward", st);
@@ -339,6 +368,14 @@ pf_status pf_cux_conv_run(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_
         DNN(cudnnConvolutionForward(c->cudnn, &one, cv->xd, src, cv->wd, cv->w, cv->cd,
                                     (cudnnConvolutionFwdAlgo_t)cv->algo, dws, cv->ws_bytes, &zero,
                                     cv->yd, y->data));
+        if (cv->resid) {
+            if (cv->b) {
+                pf_status ps = pf_nn_cuda_bias_act(y, y, cv->b, PF_IR_ACT_NONE, 0, 0, s);
+                if (ps != PF_OK) return ps;
+            }
+            return pf_nn_cuda_add_act(y, &cv->z, y, (pf_ir_act)cv->r_act, cv->r_act_a,
+                                      cv->r_act_b, s);
+        }
         if (cv->b || n->act != PF_IR_ACT_NONE)
             return pf_nn_cuda_bias_act(y, y, cv->b, n->act, n->act_a, n->act_b, s);
         return PF_OK;
@@ -360,6 +397,40 @@ pf_status pf_cux_conv_run(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_
     }
     if (cv->b || n->act != PF_IR_ACT_NONE)
         return pf_nn_cuda_bias_act(y, y, cv->b, n->act, n->act_a, n->act_b, s);
+    return PF_OK;
+}
+
+bool pf_cux_conv_can_residual(const pf_cux_conv *cv, const pf_ir_graph *g, int node,
+                              pf_ir_act add_act)
+{
+    if (cv->dw || cv->fc || cv->transpose || !cv->b || g->nodes[node].act != PF_IR_ACT_NONE)
+        return false;
+    /* cuDNN runs the identity activation with IMPLICIT_PRECOMP_GEMM only. */
+    return add_act == PF_IR_ACT_RELU ||
+           (add_act == PF_IR_ACT_NONE &&
+            cv->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+}
+
+pf_status pf_cux_conv_set_residual(pf_cux_ctx *c, const pf_ir_graph *g, int node,
+                                   pf_cux_conv *cv, const pf_nn_cu_tensor *z, pf_ir_act add_act,
+                                   float act_a, float act_b)
+{
+    const cudnnDataType_t dt = c->fp16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    if (!cv->bd) {
+        DNN(cudnnCreateTensorDescriptor(&cv->bd));
+        DNN(cudnnSetTensor4dDescriptor(cv->bd, CUDNN_TENSOR_NCHW, dt, 1, (int)z->dims[1], 1, 1));
+    }
+    if (!cv->ad) DNN(cudnnCreateActivationDescriptor(&cv->ad));
+    DNN(cudnnSetActivationDescriptor(cv->ad,
+                                     add_act == PF_IR_ACT_RELU ? CUDNN_ACTIVATION_RELU
+                                                               : CUDNN_ACTIVATION_IDENTITY,
+                                     CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    cv->fused = true;
+    cv->resid = true;
+    cv->z = *z;
+    cv->r_act = add_act;
+    cv->r_act_a = act_a;
+    cv->r_act_b = act_b;
     return PF_OK;
 }
 

@@ -133,6 +133,35 @@ pf_status pf_nn_cuda_bias_act(const pf_nn_cu_tensor *src, const pf_nn_cu_tensor 
     return PF_OK;
 }
 
+pf_status pf_nn_cuda_add_act(const pf_nn_cu_tensor *a, const pf_nn_cu_tensor *b,
+                             const pf_nn_cu_tensor *dst, pf_ir_act act, float aa, float ab,
+                             void *stream)
+{
+    if (a->ndim != dst->ndim || b->ndim != dst->ndim)
+        return pf_set_error(PF_ERR_INVALID, "pf_nn_cuda_add_act: rank mismatch");
+    pf_cu_nd s;
+    space_of(&s, dst);
+    for (int d = 0; d < dst->ndim; d++) {
+        if (a->dims[d] != dst->dims[d] || b->dims[d] != dst->dims[d])
+            return pf_set_error(PF_ERR_INVALID, "pf_nn_cuda_add_act: dim %d differs", d);
+        s.st[1][d] = a->strides[d];
+        s.st[2][d] = b->strides[d];
+    }
+    pf_cu_ew e = ew_init(PF_IR_ADD, 2, dst);
+    e.in[0] = a->data;
+    e.dt_in[0] = a->dtype;
+    e.in[1] = b->data;
+    e.dt_in[1] = b->dtype;
+    e.act = act;
+    e.act_a = aa;
+    e.act_b = ab;
+    int err = pf_cu_launch_ew(&e, &s, stream);
+    if (err)
+        return pf_set_error(PF_ERR_DEVICE, "pf_nn_cuda_add_act: CUDA kernel launch failed: %s",
+                            pf_cu_error_string(err));
+    return PF_OK;
+}
+
 /* Rows over `in` with the axes in `mask` reduced; out strides per kept dim
  * (keepdims: at the same dim; else compacted), or the full output strides
  * for softmax (same shape). */

@@ -228,6 +228,35 @@ __global__ void ew_dense_h8(pf_cu_ew e, i64 n8)
     }
 }
 
+/* A dense F16 map [n, rows, c] (channels innermost) against a per-channel
+ * operand [n, 1, c] (image stride bst, elements): squeeze-excite
+ * multiplies and per-channel adds of NHWC values, eight halves a thread.
+ * bcast_first: the per-channel operand is the op's first input. c8 = c / 8,
+ * per_img = rows * c8. */
+__global__ void ew_chan_h8(pf_cu_ew e, i64 n8, i64 c8, i64 per_img, i64 bst8, int bcast_first)
+{
+    const uint4 *a = (const uint4 *)e.in[bcast_first ? 1 : 0];
+    const uint4 *b = (const uint4 *)e.in[bcast_first ? 0 : 1];
+    uint4 *y = (uint4 *)e.out;
+    for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n8;
+         i += (i64)gridDim.x * blockDim.x) {
+        const i64 img = i / per_img, ch = i % c8;
+        uint4 va = a[i], vb = b[img * bst8 + ch], vy;
+        const __half2 *ha = (const __half2 *)&va, *hb = (const __half2 *)&vb;
+        __half2 *hy = (__half2 *)&vy;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float2 x = __half22float2(ha[k]), z = __half22float2(hb[k]);
+            float r0 = bcast_first ? binary_f(e.op, z.x, x.x) : binary_f(e.op, x.x, z.x);
+            float r1 = bcast_first ? binary_f(e.op, z.y, x.y) : binary_f(e.op, x.y, z.y);
+            r0 = act_f(e.act, r0, e.act_a, e.act_b);
+            r1 = act_f(e.act, r1, e.act_a, e.act_b);
+            hy[k] = __floats2half2_rn(r0, r1);
+        }
+        y[i] = vy;
+    }
+}
+
 /* Same-dtype copy of rows (contiguous, 16-byte multiples) between row
  * strides: channel slices of NHWC values (Concat parts, Split, Slice). */
 __global__ void copy_rows16(uint4 *out, const uint4 *in, int rows, int cols, int ost, int ist)
@@ -289,6 +318,41 @@ __global__ void reshape_k(const void *in, int dti, int ind, pf_cu_nd ins, void *
     }
 }
 
+/* Whether s (simplified) is [n, rows, c] with operand 0 and operand `d`
+ * dense and operand `b` per channel ({bst, 0, 1}), c % 8 == 0, all of it
+ * 16-byte aligned; fills the launch numbers. */
+bool chan_h8(const pf_cu_ew *e, const pf_cu_nd *s, int d, int bi, i64 *c8, i64 *per_img,
+             i64 *bst8)
+{
+    i64 dims[3], st[3][3];
+    const int ops[3] = {0, d, bi};
+    if (s->nd == 3) {
+        for (int j = 0; j < 3; j++) {
+            dims[j] = s->dims[j];
+            for (int k = 0; k < 3; k++) st[k][j] = s->st[ops[k]][j];
+        }
+    } else if (s->nd == 2) { /* one image */
+        dims[0] = 1;
+        for (int k = 0; k < 3; k++) st[k][0] = 0;
+        for (int j = 0; j < 2; j++) {
+            dims[j + 1] = s->dims[j];
+            for (int k = 0; k < 3; k++) st[k][j + 1] = s->st[ops[k]][j];
+        }
+    } else {
+        return false;
+    }
+    const i64 c = dims[2], rows = dims[1];
+    if (c % 8 != 0 || rows < 1 || dims[0] < 1) return false;
+    for (int k = 0; k < 2; k++)
+        if (st[k][2] != 1 || st[k][1] != c || (dims[0] > 1 && st[k][0] != rows * c)) return false;
+    if (st[2][2] != 1 || st[2][1] != 0 || st[2][0] < 0 || st[2][0] % 8 != 0) return false;
+    if (!aligned16(e->out) || !aligned16(e->in[0]) || !aligned16(e->in[1])) return false;
+    *c8 = c / 8;
+    *per_img = rows * (c / 8);
+    *bst8 = dims[0] > 1 ? st[2][0] / 8 : 0;
+    return true;
+}
+
 } // namespace
 
 extern "C" int pf_cu_launch_ew(const pf_cu_ew *e, const pf_cu_nd *s0, void *stream)
@@ -300,6 +364,8 @@ extern "C" int pf_cu_launch_ew(const pf_cu_ew *e, const pf_cu_nd *s0, void *stre
     cudaStream_t st = (cudaStream_t)stream;
     const int T = 256;
     bool dense = s.nd == 1;
+    i64 c8 = 0, per_img = 0, bst8 = 0;
+    bool bfirst = false;
     for (int k = 0; dense && k <= e->n_in; k++) dense = s.st[k][0] == 1;
     if (dense && e->n_in <= 2 && (n & 1) == 0 && e->dt_out == PF_IR_F16 &&
         e->dt_in[0] == PF_IR_F16 && (e->n_in == 1 || e->dt_in[1] == PF_IR_F16) &&
@@ -310,6 +376,12 @@ extern "C" int pf_cu_launch_ew(const pf_cu_ew *e, const pf_cu_nd *s0, void *stre
             ew_dense_h8<<<grid_for(n / 8, T), T, 0, st>>>(*e, n / 8);
         else
             ew_dense_h2<<<grid_for(n / 2, T), T, 0, st>>>(*e, n / 2);
+    } else if (e->n_in == 2 && e->dt_out == PF_IR_F16 && e->dt_in[0] == PF_IR_F16 &&
+               e->dt_in[1] == PF_IR_F16 && e->op < PF_IR_EQUAL &&
+               (chan_h8(e, &s, 1, 2, &c8, &per_img, &bst8) ||
+                (bfirst = chan_h8(e, &s, 2, 1, &c8, &per_img, &bst8)))) {
+        const i64 n8 = n / 8;
+        ew_chan_h8<<<grid_for(n8, T), T, 0, st>>>(*e, n8, c8, per_img, bst8, bfirst ? 1 : 0);
     } else if (e->op == PF_IR_IDENTITY && e->n_in == 1 && e->dt_out == e->dt_in[0] &&
                e->dt_out == PF_IR_F16 && s.nd == 2 && s.st[0][1] == 1 && s.st[1][1] == 1 &&
                (s.dims[1] * 2) % 16 == 0 && (s.st[0][0] * 2) % 16 == 0 &&

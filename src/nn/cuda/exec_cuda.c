@@ -32,6 +32,10 @@
  *   captured again and the executable graph is updated in place
  *   (cudaGraphExecUpdate; re-instantiated if the update is refused). A
  *   capture that fails marks the plan eager-only.
+ * - Residual fusion: a conv whose only reader is an Add (+ ReLU) of a
+ *   same-shape, same-layout value computed before the conv writes the
+ *   Add's output itself (cuDNN's fused call with z; residual_add says when
+ *   the arena makes that safe); the Add's step then does nothing.
  * - Streams: runs go on the caller's stream (or the ctx's own); cuDNN and
  *   cuBLAS handles are per ctx, so executors on different streams are
  *   independent. One executor runs on one thread at a time (nn.h). */
@@ -55,7 +59,7 @@ struct pf_cux_weight {
     pf_buffer *buf;
 };
 
-enum { K_KERNEL = 0, K_CONV, K_GEMM, K_CONVERT };
+enum { K_KERNEL = 0, K_CONV, K_GEMM, K_CONVERT, K_ABSORBED /* an Add its conv computed */ };
 
 typedef struct step {
     int node;                   /* IR node; for K_CONVERT the consumer's node */
@@ -64,6 +68,7 @@ typedef struct step {
     pf_nn_cu_tensor out[PF_IR_MAX_OUTPUTS];
     pf_cux_conv conv;
     pf_cux_gemm gemm;
+    int r_out, r_z;             /* K_CONV with a residual: the Add's output and z */
 } step;
 
 typedef struct plan {
@@ -378,6 +383,71 @@ static size_t tensor_bytes(const pf_nn_cu_tensor *t)
 
 static size_t align_up(size_t v) { return (v + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
 
+static bool same_view(const pf_nn_cu_tensor *a, const pf_nn_cu_tensor *b)
+{
+    if (a->dtype != b->dtype || a->ndim != b->ndim) return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->dims[d] != b->dims[d] || a->strides[d] != b->strides[d]) return false;
+    return true;
+}
+
+/* The Add that conv node ci may absorb as a residual (returns its node, z
+ * = the Add's other operand), or -1. The conv then writes the Add's output
+ * while it runs, earlier than the arena plan expects: that is safe only if
+ * no value whose bytes overlap that output is live from the conv to the
+ * Add, which is checked here on the actual offsets (early[v] >= 0: v is
+ * the output of an Add absorbed earlier, written from that node on). Also
+ * required: the
+ * conv's output is read by that Add only, z exists before the conv runs,
+ * and z, the conv's output and the Add's output have one shape, dtype and
+ * layout (no broadcasting). */
+static int residual_add(const pf_ir_graph *g, int ci, const pf_nn_cu_tensor *vt,
+                        const int64_t *off, const int *early, int *zv_out)
+{
+    const pf_ir_node *cn = &g->nodes[ci];
+    if (cn->op != PF_IR_CONV || cn->n_out != 1 || cn->act != PF_IR_ACT_NONE) return -1;
+    const int cv = cn->out[0];
+    if (cv < 0 || g->values[cv].is_output || off[cv] < 0) return -1;
+    int add = -1, uses = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pf_ir_node *n = &g->nodes[i];
+        if (n->dead) continue;
+        for (int j = 0; j < n->n_in; j++)
+            if (n->in[j] == cv) uses++, add = i;
+    }
+    if (uses != 1 || add <= ci) return -1;
+    const pf_ir_node *an = &g->nodes[add];
+    if (an->op != PF_IR_ADD || an->n_in != 2 || an->n_out != 1 || an->out[0] < 0) return -1;
+    if (an->act != PF_IR_ACT_NONE && an->act != PF_IR_ACT_RELU) return -1;
+    const int zv = an->in[0] == cv ? an->in[1] : an->in[0];
+    const int ov = an->out[0];
+    if (zv < 0 || zv == cv || ov == cv || g->values[zv].data || off[zv] < 0 || off[ov] < 0)
+        return -1;
+    if (!is_float(vt[cv].dtype) || !same_view(&vt[zv], &vt[cv]) || !same_view(&vt[ov], &vt[cv]))
+        return -1;
+    const int zp = g->values[zv].producer;
+    if (!g->values[zv].is_input && (zp < 0 || zp >= ci)) return -1;
+    const int64_t o0 = off[ov], o1 = o0 + (int64_t)tensor_bytes(&vt[ov]);
+    for (int v = 0; v < g->n_values; v++) {
+        if (v == ov || v == cv || off[v] < 0 || g->values[v].data) continue;
+        const int64_t b0 = off[v], b1 = b0 + (int64_t)tensor_bytes(&vt[v]);
+        if (b1 <= o0 || o1 <= b0) continue;
+        const pf_ir_value *val = &g->values[v];
+        int first = (val->is_input || val->producer < 0) ? -1 : val->producer;
+        if (early[v] >= 0 && early[v] < first) first = early[v];
+        int last = val->is_output ? g->n_nodes : first;
+        for (int i = 0; i < g->n_nodes; i++) {
+            const pf_ir_node *n = &g->nodes[i];
+            if (n->dead) continue;
+            for (int j = 0; j < n->n_in; j++)
+                if (n->in[j] == v && i > last) last = i;
+        }
+        if (first <= add && last >= ci) return -1;
+    }
+    *zv_out = zv;
+    return add;
+}
+
 static void plan_destroy(void *vc, void *vp)
 {
     (void)vc;
@@ -436,14 +506,17 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
     /* Row-major copies of NHWC values that Gemm/MatMul read. */
     pf_nn_cu_tensor *rm = calloc((size_t)nv + 1, sizeof *rm);
     int64_t *rm_off = calloc((size_t)nv + 1, sizeof *rm_off);
+    bool *absorbed = calloc((size_t)g->n_nodes + 1, sizeof *absorbed);
+    int *early = malloc(((size_t)nv + 1) * sizeof *early);
     pf_ir_mem_plan mp;
     memset(&mp, 0, sizeof mp);
     pf_status st = PF_OK;
-    if (!p || !vt || !nhwc || !conv_in || !off || !rm || !rm_off) {
+    if (!p || !vt || !nhwc || !conv_in || !off || !rm || !rm_off || !absorbed || !early) {
         st = pf_set_error(PF_ERR_NOMEM, "nn cuda: out of host memory planning");
         goto done;
     }
     p->g = g;
+    for (int v = 0; v <= nv; v++) early[v] = -1;
 
     /* Layouts. */
     for (int i = 0; i < g->n_nodes; i++) {
@@ -545,6 +618,13 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
         const pf_ir_node *n = &g->nodes[i];
         if (n->dead) continue;
         step *s = &p->steps[p->n_steps];
+        s->r_out = s->r_z = -1;
+        if (absorbed[i]) {
+            s->node = i;
+            s->kind = K_ABSORBED;
+            p->n_steps++;
+            continue;
+        }
         if (n->op == PF_IR_GEMM || n->op == PF_IR_MATMUL) {
             for (int j = 0; j < n->n_in; j++) {
                 const int v = n->in[j];
@@ -577,6 +657,22 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
             if (st != PF_OK) {
                 pf_cux_conv_release(&s->conv);
                 goto done;
+            }
+            int zv = -1;
+            const int add = residual_add(g, i, vt, off, early, &zv);
+            if (add >= 0 && pf_cux_conv_can_residual(&s->conv, g, i, g->nodes[add].act)) {
+                const pf_ir_node *an = &g->nodes[add];
+                st = pf_cux_conv_set_residual(c, g, i, &s->conv, &vt[zv], an->act, an->act_a,
+                                              an->act_b);
+                if (st != PF_OK) {
+                    pf_cux_conv_release(&s->conv);
+                    goto done;
+                }
+                absorbed[add] = true;
+                early[an->out[0]] = i;
+                s->r_out = an->out[0];
+                s->r_z = zv;
+                s->out[0] = vt[s->r_out];
             }
             const size_t need = s->conv.tmp_bytes + s->conv.ws_bytes;
             if (need > ws) ws = need;
@@ -613,6 +709,10 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
         }
         for (int j = 0; j < n->n_out; j++)
             if (n->out[j] >= 0) s->out[j].data = vt[n->out[j]].data;
+        if (s->kind == K_CONV && s->r_out >= 0) {
+            s->out[0].data = vt[s->r_out].data;
+            s->conv.z.data = vt[s->r_z].data;
+        }
     }
     p->vin = calloc((size_t)g->n_inputs + 1, sizeof *p->vin);
     p->vout = calloc((size_t)g->n_outputs + 1, sizeof *p->vout);
@@ -636,6 +736,8 @@ done:
     free(off);
     free(rm);
     free(rm_off);
+    free(absorbed);
+    free(early);
     if (st != PF_OK) {
         plan_destroy(c, p);
         return st;
@@ -676,6 +778,7 @@ static pf_status run_step(pf_cux_ctx *c, plan *p, step *s, cudaStream_t cs)
     case K_CONVERT: return pf_nn_cuda_copy(&s->in[0], &s->out[0], cs);
     case K_CONV: return pf_cux_conv_run(c, p->g, s->node, &s->conv, &s->in[0], &s->out[0], p->ws, cs);
     case K_GEMM: return pf_cux_gemm_run(c, p->g, s->node, &s->gemm, s->in, &s->out[0], cs);
+    case K_ABSORBED: return PF_OK;
     default: return pf_nn_cuda_run_node(p->g, s->node, s->in, s->out, cs, p->ws, p->ws_bytes);
     }
 }

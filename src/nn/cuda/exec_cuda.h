@@ -49,6 +49,14 @@ typedef struct pf_cux_conv {
     bool nhwc;
     bool dw;                    /* depthwise: pixflow's kernel (dwp), no cuDNN */
     pf_cu_dw dwp;
+    bool fc;                    /* 1x1 spatial in and out: pixflow's kernel (fcp) */
+    pf_cu_fc fcp;
+    /* Residual: y = r_act(conv + bias + z), the Add that read this conv
+     * absorbed (pf_cux_conv_set_residual); z has y's dims and strides. */
+    bool resid;
+    pf_nn_cu_tensor z;
+    int r_act;
+    float r_act_a, r_act_b;
     cudnnTensorDescriptor_t xd, yd, bd, td;
     cudnnFilterDescriptor_t wd;
     cudnnConvolutionDescriptor_t cd;
@@ -76,6 +84,17 @@ pf_status pf_cux_conv_run(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_
                           const pf_nn_cu_tensor *x, const pf_nn_cu_tensor *y, void *ws,
                           cudaStream_t s);
 void pf_cux_conv_release(pf_cux_conv *cv);
+/* Whether a prepared conv can absorb a following Add (+ act) through
+ * cudnnConvolutionBiasActivationForward's z input: cuDNN path, bias,
+ * no activation of its own, and an Add activation cuDNN fuses with the
+ * chosen algorithm. */
+bool pf_cux_conv_can_residual(const pf_cux_conv *cv, const pf_ir_graph *g, int node,
+                              pf_ir_act add_act);
+/* Makes the conv compute act(conv + bias + z); z->data is set by the caller
+ * once memory exists. Only after pf_cux_conv_can_residual said yes. */
+pf_status pf_cux_conv_set_residual(pf_cux_ctx *c, const pf_ir_graph *g, int node,
+                                   pf_cux_conv *cv, const pf_nn_cu_tensor *z, pf_ir_act add_act,
+                                   float act_a, float act_b);
 
 typedef struct pf_cux_gemm {
     bool matmul;

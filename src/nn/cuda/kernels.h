@@ -44,6 +44,11 @@ size_t pf_nn_cuda_kernel_scratch(const pf_ir_graph *g, int node);
  * (bias[dims[1]] in dst's dtype). */
 pf_status pf_nn_cuda_bias_act(const pf_nn_cu_tensor *src, const pf_nn_cu_tensor *dst,
                               const void *bias, pf_ir_act act, float a, float b, void *stream);
+/* dst = act(a + b) elementwise, all three of one shape (dst may equal a
+ * or b): the unfused form of a residual Add a conv absorbed. */
+pf_status pf_nn_cuda_add_act(const pf_nn_cu_tensor *a, const pf_nn_cu_tensor *b,
+                             const pf_nn_cu_tensor *dst, pf_ir_act act, float aa, float ab,
+                             void *stream);
 /* Strided copy with dtype conversion (F32 <-> F16, I64 <-> I32, same type):
  * layout changes, input casts and output casts. Shapes must match. */
 pf_status pf_nn_cuda_copy(const pf_nn_cu_tensor *src, const pf_nn_cu_tensor *dst, void *stream);
