@@ -1,9 +1,11 @@
 /* bench_nn_cpu_conv: GFLOP/s of the nn CPU conv kernel on shapes that
  * dominate mobile segmentation nets (MobileNetV3/LRASPP, MediaPipe selfie):
- * depthwise 3x3/5x5, pointwise 1x1, full 3x3 convs, and a 1x1 GEMM-like
- * head. CPU only (--device is accepted and ignored). Each shape runs with
- * one thread and with a pool of pf_cpu_count() threads (OpenBLAS threads
- * itself in both). FLOPs = 2 * N * M * OH * OW * C/g * kh * kw. */
+ * depthwise 3x3/5x5, pointwise 1x1 (thin ones on conv_pw.c's loops, wide
+ * ones on sgemm), full 3x3 convs, and a 1x1 GEMM-like head. CPU only
+ * (--device is accepted and ignored). Each shape runs with one thread and
+ * with a pool of pf_cpu_count() threads (OpenBLAS itself runs on one thread;
+ * the kernels split products over the pool). FLOPs = 2 * N * M * OH * OW *
+ * C/g * kh * kw. */
 #include <math.h>
 
 #include "bench_common.h"
@@ -19,7 +21,11 @@ static const shape shapes[] = {
     {"dw3x3 s1  64x128x128", 64, 128, 128, 64, 3, 1, 64},
     {"dw3x3 s2  72x128x128", 72, 128, 128, 72, 3, 2, 72},
     {"dw5x5 s1 240x32x32", 240, 32, 32, 240, 5, 1, 240},
+    {"pw1x1  16->16 128x128", 16, 128, 128, 16, 1, 1, 1},
     {"pw1x1  16->64 128x128", 16, 128, 128, 64, 1, 1, 1},
+    {"pw1x1  24->72 64x64", 24, 64, 64, 72, 1, 1, 1},
+    {"pw1x1  64->24 128x128", 64, 128, 128, 24, 1, 1, 1},
+    {"pw1x1 160->960 32x32", 160, 32, 32, 960, 1, 1, 1},
     {"pw1x1  96->576 32x32", 96, 32, 32, 576, 1, 1, 1},
     {"pw1x1 960->128 16x16", 960, 16, 16, 128, 1, 1, 1},
     {"3x3 s2   3->16 512x512", 3, 512, 512, 16, 3, 2, 1},

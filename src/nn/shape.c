@@ -233,8 +233,24 @@ static pf_status infer_conv(ctx *c)
     }
     if (a->group == 0) a->group = 1;
     if (a->group < 1) return node_err(c->g, c->id, PF_ERR_FORMAT, "group %lld", (long long)a->group);
-    pf_status st = check_window_attr(c, nsp, a->kernel, a->stride, a->dilation, a->pad_begin,
-                                     a->pad_end);
+    pf_status st;
+    if (!tr) {
+        st = check_window_attr(c, nsp, a->kernel, a->stride, a->dilation, a->pad_begin,
+                               a->pad_end);
+    } else {
+        /* A ConvTranspose's pads may be negative (an output_shape beyond the
+         * full size, resolved below, grows the output window): the check
+         * takes their magnitude. */
+        const int64_t big = (int64_t)1 << 25; /* stands for any |pad| past the limit */
+        int64_t pb[2] = {0, 0}, pe[2] = {0, 0};
+        for (int i = 0; i < nsp; i++) {
+            pb[i] = a->pad_begin[i] >= 0 ? a->pad_begin[i]
+                                         : (a->pad_begin[i] < -big ? big : -a->pad_begin[i]);
+            pe[i] = a->pad_end[i] >= 0 ? a->pad_end[i]
+                                       : (a->pad_end[i] < -big ? big : -a->pad_end[i]);
+        }
+        st = check_window_attr(c, nsp, a->kernel, a->stride, a->dilation, pb, pe);
+    }
     if (st != PF_OK) return st;
     int64_t cin = x->dims[1];
     int64_t m;
@@ -293,18 +309,23 @@ static pf_status infer_conv(ctx *c)
             if (a->output_shape[i] > 0 || a->auto_pad == PF_IR_PAD_SAME_UPPER ||
                 a->auto_pad == PF_IR_PAD_SAME_LOWER) {
                 od = a->output_shape[i] > 0 ? a->output_shape[i] : in * s;
+                /* An output beyond the full size (total < 0) is allowed: the
+                 * pads go negative as in the ONNX reference, whose halves
+                 * floor (Python //), so with NOTSET one extra row or column
+                 * lands at the end, as output_padding would put it. */
                 int64_t total = full - od;
-                if (total < 0)
+                if (total < -((int64_t)1 << 24))
                     return node_err(c->g, c->id, PF_ERR_FORMAT,
                                     "output size %lld on axis %d exceeds the full "
-                                    "transposed-conv size %lld",
+                                    "transposed-conv size %lld by more than 2^24",
                                     (long long)od, i, (long long)full);
+                int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
                 if (a->auto_pad == PF_IR_PAD_SAME_UPPER) {
-                    a->pad_begin[i] = total / 2;
-                    a->pad_end[i] = total - total / 2;
+                    a->pad_begin[i] = half;
+                    a->pad_end[i] = total - half;
                 } else {
-                    a->pad_begin[i] = total - total / 2;
-                    a->pad_end[i] = total / 2;
+                    a->pad_begin[i] = total - half;
+                    a->pad_end[i] = half;
                 }
             } else {
                 if (a->auto_pad == PF_IR_PAD_VALID) a->pad_begin[i] = a->pad_end[i] = 0;
@@ -1340,6 +1361,49 @@ static pf_status check_outputs(ctx *c)
     return PF_OK;
 }
 
+/* Every inferred output must have a byte size that fits comfortably in
+ * int64/size_t: pf_ir_value_nbytes() answers 0 on overflow, which the folder,
+ * the planner and the kernels would take for an empty tensor and then write
+ * the real (huge) count into a tiny buffer. No real model comes near 2^40
+ * bytes in one tensor; the bound also keeps sums of sizes from overflowing. */
+#define MAX_TENSOR_BYTES ((int64_t)1 << 40)
+
+/* True when v's concrete dims (a symbolic batch taken as 1) need more than
+ * MAX_TENSOR_BYTES. */
+static bool too_large(const pf_ir_value *v, bool *symbolic)
+{
+    *symbolic = false;
+    if (v->ndim < 0) return false;
+    int64_t n = 1;
+    for (int i = 0; i < v->ndim; i++) {
+        int64_t d = v->dims[i];
+        if (d < 0) {
+            *symbolic = true; /* bounded again once the batch is known */
+            continue;
+        }
+        if (d && n > MAX_TENSOR_BYTES / d) return true;
+        n *= d;
+    }
+    int64_t es = (int64_t)pf_ir_dtype_size(v->dtype);
+    return es && n > MAX_TENSOR_BYTES / es;
+}
+
+static pf_status check_output_sizes(const ctx *c)
+{
+    for (int k = 0; k < c->n->n_out; k++) {
+        const pf_ir_value *v = &c->g->values[c->n->out[k]];
+        bool symbolic;
+        if (!too_large(v, &symbolic)) continue;
+        char b[128];
+        return node_err(c->g, c->id, PF_ERR_FORMAT,
+                        "output %d '%s' %s is too large (over 2^40 bytes%s)", k, v->name,
+                        fmt_dims(v, b, sizeof b), symbolic ? ", the batch taken as 1" : "");
+    }
+    return PF_OK;
+}
+
+static pf_status infer_op(ctx *c);
+
 pf_status pf_ir_infer_node(pf_ir_graph *g, int node)
 {
     if (!g || node < 0 || node >= g->n_nodes)
@@ -1347,7 +1411,16 @@ pf_status pf_ir_infer_node(pf_ir_graph *g, int node)
     ctx c = {g, node, &g->nodes[node]};
     if (c.n->dead) return PF_OK;
     pf_status st = check_outputs(&c);
-    if (st != PF_OK) return st;
+    if (st == PF_OK) st = infer_op(&c);
+    if (st == PF_OK) st = check_output_sizes(&c);
+    return st;
+}
+
+static pf_status infer_op(ctx *cp)
+{
+    ctx c = *cp;
+    pf_ir_graph *g = c.g;
+    int node = c.id;
     const pf_ir_value *x = IN(&c, 0);
     switch (c.n->op) {
     case PF_IR_CONV: case PF_IR_CONV_TRANSPOSE: return infer_conv(&c);
@@ -1411,6 +1484,16 @@ pf_status pf_ir_infer_node(pf_ir_graph *g, int node)
 pf_status pf_ir_infer_shapes(pf_ir_graph *g)
 {
     if (!g) return pf_set_error(PF_ERR_INVALID, "pf_ir_infer_shapes: graph is NULL");
+    for (int i = 0; i < g->n_inputs; i++) {
+        const pf_ir_value *v = &g->values[g->inputs[i]];
+        bool symbolic;
+        if (too_large(v, &symbolic)) {
+            char b[128];
+            return pf_set_error(PF_ERR_FORMAT, "graph input '%s' %s is too large (over 2^40 bytes%s)",
+                                v->name, fmt_dims(v, b, sizeof b),
+                                symbolic ? ", the batch taken as 1" : "");
+        }
+    }
     for (int k = 0; k < g->n_nodes; k++) {
         pf_status st = pf_ir_infer_node(g, k);
         if (st != PF_OK) return st;

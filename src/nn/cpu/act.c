@@ -1,7 +1,20 @@
 /* Fused activations and the parallel helper shared by the CPU kernels. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* -O2's very cheap cost model refuses the row loops; see src/cpu/composite.c. */
+#pragma GCC optimize("no-trapping-math", "tree-vectorize", "vect-cost-model=dynamic")
+#endif
+
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "kernels.h"
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define WIDE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define WIDE_CLONES
+#endif
 
 float pf_nn_act_scalar(float x, pf_ir_act act, float a, float b)
 {
@@ -24,18 +37,69 @@ float pf_nn_act_scalar(float x, pf_ir_act act, float a, float b)
     return x;
 }
 
-void pf_nn_cpu_apply_act(float *x, size_t n, pf_ir_act act, float a, float b)
+/* e^x for x <= 0 (clamped at -87: e^-87 is still a normal float), in plain
+ * arithmetic the vectoriser takes: x = n ln2 + r with |r| <= ln2/2 (ln2 in
+ * two parts, Cody-Waite), e^r by Cephes' expf polynomial (relative error
+ * ~1e-7), 2^n by building the exponent bits. */
+static inline float exp_nonpos(float x)
 {
-    if (act == PF_IR_ACT_NONE) return;
-    if (act == PF_IR_ACT_RELU) {
+    x = x < -87.0f ? -87.0f : x;
+    float n = floorf(x * 1.44269504088896341f + 0.5f);
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    float e = p * r * r + r + 1.0f;
+    int32_t bits = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return e * scale;
+}
+
+/* Vector loops for the activations that mobile nets fuse; the rest (tanh,
+ * and none of these is hot) per element through pf_nn_act_scalar. Sigmoid
+ * uses exp of -|x| only (no overflow): 1/(1+e) for x >= 0, e/(1+e) below,
+ * within a few ulp of the expf form; HardSwish multiplies by 1/6 rather than
+ * dividing (within an ulp; a vector division costs several multiplies). */
+WIDE_CLONES void pf_nn_cpu_apply_act(float *restrict x, size_t n, pf_ir_act act, float a, float b)
+{
+    switch (act) {
+    case PF_IR_ACT_NONE: return;
+    case PF_IR_ACT_RELU:
         for (size_t i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
         return;
-    }
-    if (act == PF_IR_ACT_CLIP) {
+    case PF_IR_ACT_CLIP:
         for (size_t i = 0; i < n; i++) x[i] = x[i] < a ? a : (x[i] > b ? b : x[i]);
         return;
+    case PF_IR_ACT_LEAKY_RELU:
+        for (size_t i = 0; i < n; i++) x[i] = x[i] >= 0.0f ? x[i] : a * x[i];
+        return;
+    case PF_IR_ACT_HARD_SIGMOID:
+        for (size_t i = 0; i < n; i++) {
+            float y = a * x[i] + b;
+            x[i] = y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y);
+        }
+        return;
+    case PF_IR_ACT_HARD_SWISH:
+        for (size_t i = 0; i < n; i++) {
+            float y = x[i] * (1.0f / 6.0f) + 0.5f;
+            x[i] = x[i] * (y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y));
+        }
+        return;
+    case PF_IR_ACT_SIGMOID:
+        for (size_t i = 0; i < n; i++) {
+            float v = x[i], e = exp_nonpos(v < 0.0f ? v : -v), s = 1.0f / (1.0f + e);
+            x[i] = v >= 0.0f ? s : e * s;
+        }
+        return;
+    default:
+        for (size_t i = 0; i < n; i++) x[i] = pf_nn_act_scalar(x[i], act, a, b);
+        return;
     }
-    for (size_t i = 0; i < n; i++) x[i] = pf_nn_act_scalar(x[i], act, a, b);
 }
 
 void pf_nn_cpu_parallel(pf_threadpool *pool, void (*fn)(void *ctx, int ith, int nth), void *ctx)

@@ -10,11 +10,25 @@
  * comparisons on F32, I64, I32 (EQUAL also BOOL) to BOOL; AND OR XOR on
  * BOOL. MOD: the IR has no fmod attribute, so attr.unary.alpha != 0 means
  * fmod = 1 (C fmod: sign of the dividend), else the sign follows the divisor
- * (Python's %). Fused node->act applies to F32 ADD, SUB, MUL, DIV. */
+ * (Python's %). Fused node->act applies to F32 ADD, SUB, MUL, DIV.
+ * The F32 rows are compiled for AVX-512 and AVX2 too (residual adds and the
+ * per-channel Mul of squeeze-excite blocks are on the hot path of mobile
+ * nets). */
+#if defined(__GNUC__) && !defined(__clang__)
+/* -O2's very cheap cost model refuses the row loops; see src/cpu/composite.c. */
+#pragma GCC optimize("no-trapping-math", "tree-vectorize", "vect-cost-model=dynamic")
+#endif
+
 #include <math.h>
 #include <string.h>
 
 #include "ndutil.h"
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define WIDE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define WIDE_CLONES
+#endif
 
 typedef struct bin_job {
     pf_ir_op op;
@@ -55,7 +69,8 @@ static float py_fmodf(float x, float y)
     return r;
 }
 
-static void row_f32(const bin_job *j, int64_t oo, const int64_t *off, int64_t n, const int64_t *st)
+WIDE_CLONES static void row_f32(const bin_job *j, int64_t oo, const int64_t *off, int64_t n,
+                                const int64_t *st)
 {
     switch (j->op) {
     case PF_IR_ADD: BIN_LOOP(float, float, float, x + y); break;

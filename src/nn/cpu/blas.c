@@ -2,6 +2,7 @@
  * otherwise packed, cache-blocked loops. PF_NN_BLAS=builtin in the environment
  * forces the built-in loops even with OpenBLAS (for comparisons and for the
  * tests, which check both paths). */
+#define _GNU_SOURCE /* dlmopen, LM_ID_NEWLM */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <pthread.h>
@@ -24,6 +25,18 @@
  *   from the CPU's features (CPUID) before dlopen, unless the user set it;
  * - the build needs neither headers nor the library (the GPU machine has the
  *   library only), and a machine without it still runs (built-in loops).
+ * When the process already holds libopenblas (OpenCV, NumPy and LAPACK users
+ * link it, so it loads before pixflow runs), the variable comes too late and
+ * dlopen returns that copy with whatever core it chose; on those VMs that is
+ * Prescott, which made every sgemm ~4x slower inside such programs (bench_nn_opencv
+ * measured pixflow at half its speed). So when the process already holds
+ * one, pixflow loads a private copy in a new link-map namespace (dlmopen),
+ * which reads the variable afresh and leaves the program's copy (its core,
+ * its thread count) untouched; only where dlmopen fails is the program's copy
+ * shared. A user-set OPENBLAS_CORETYPE is always obeyed.
+ * OpenBLAS runs on one thread (set here): the kernels split products over
+ * their own pool (pf_nn_sgemm_pool), as OpenBLAS's spinning workers and the
+ * pool's threads fought over the cores of small shared machines.
  * The reference CBLAS enums and signature, which OpenBLAS exports: */
 enum { PF_CBLAS_ROW_MAJOR = 101, PF_CBLAS_NO_TRANS = 111, PF_CBLAS_TRANS = 112 };
 typedef void (*cblas_sgemm_fn)(int order, int trans_a, int trans_b, int m, int n, int k,
@@ -58,6 +71,22 @@ static const char *core_for_cpu(void)
     return NULL;
 }
 
+/* The handle to use: a private copy when the program already holds one
+ * (see above), else the usual one; NULL when there is none. */
+static void *blas_open(void)
+{
+    void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (h) {
+        void *own = dlmopen(LM_ID_NEWLM, "libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+        if (own) return own;
+        /* no private copy: share the program's, whatever its core */
+        return h;
+    }
+    h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!h) h = dlopen("libopenblas.so", RTLD_NOW | RTLD_LOCAL);
+    return h;
+}
+
 static void blas_init(void)
 {
     const char *env = getenv("PF_NN_BLAS");
@@ -65,12 +94,9 @@ static void blas_init(void)
     if (env && !strcmp(env, "builtin")) return;
     const char *core = core_for_cpu();
     if (core && !getenv("OPENBLAS_CORETYPE")) setenv("OPENBLAS_CORETYPE", core, 0);
-    void *h = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (!h) h = dlopen("libopenblas.so", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(blas_name, sizeof blas_name, "built-in loops (libopenblas.so.0 not found)");
-        return;
-    }
+    snprintf(blas_name, sizeof blas_name, "built-in loops (libopenblas.so.0 not found)");
+    void *h = blas_open();
+    if (!h) return;
     cblas_sgemm_fn sg = (cblas_sgemm_fn)(uintptr_t)dlsym(h, "cblas_sgemm");
     set_threads_fn st = (set_threads_fn)(uintptr_t)dlsym(h, "openblas_set_num_threads");
     get_str_fn cfg = (get_str_fn)(uintptr_t)dlsym(h, "openblas_get_config");
@@ -79,7 +105,7 @@ static void blas_init(void)
         snprintf(blas_name, sizeof blas_name, "built-in loops (no cblas_sgemm in libopenblas)");
         return; /* the handle stays open: harmless, and dlclose could race */
     }
-    if (st) st(pf_cpu_count());
+    if (st) st(1); /* threads come from the kernels' pool (blas.h) */
     snprintf(blas_name, sizeof blas_name, "openblas %s, core %s", cfg ? cfg() : "?",
              corename ? corename() : "?");
     blas_sgemm = sg;
@@ -150,4 +176,71 @@ void pf_nn_sgemm(int trans_a, int trans_b, int M, int N, int K, float alpha, con
         return;
     }
     gemm_builtin(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* ---- split over the pool ---------------------------------------------------- */
+
+/* Products below this many multiply-adds run on the caller: waking the pool
+ * costs more. Tiles hold about TILE_FLOATS floats of C (fits L2 next to the
+ * packed panels), at least TILE_MIN_COLS columns wide. */
+enum { SERIAL_MACS = 1 << 17, TILE_FLOATS = 1 << 16, TILE_MIN_COLS = 128, SPLIT_ALIGN = 16 };
+
+typedef struct sgemm_job {
+    int ta, tb, M, N, K;
+    float alpha, beta;
+    const float *A, *B;
+    int lda, ldb, ldc;
+    float *C;
+    pf_nn_gemm_post_fn post;
+    void *ctx;
+    int split_cols;
+} sgemm_job;
+
+/* Tiles of C[i0:i1, j0:j1]. */
+static void sgemm_range(const sgemm_job *j, int i0, int i1, int j0, int j1)
+{
+    int rows = i1 - i0;
+    int nb = TILE_FLOATS / (rows > 0 ? rows : 1);
+    nb = nb < TILE_MIN_COLS ? TILE_MIN_COLS : (nb + SPLIT_ALIGN - 1) / SPLIT_ALIGN * SPLIT_ALIGN;
+    const float *a = j->ta ? j->A + i0 : j->A + (size_t)i0 * (size_t)j->lda;
+    for (int c0 = j0; c0 < j1; c0 += nb) {
+        int c1 = j1 - c0 < nb ? j1 : c0 + nb;
+        const float *b = j->tb ? j->B + (size_t)c0 * (size_t)j->ldb : j->B + c0;
+        pf_nn_sgemm(j->ta, j->tb, rows, c1 - c0, j->K, j->alpha, a, j->lda, b, j->ldb, j->beta,
+                    j->C + (size_t)i0 * (size_t)j->ldc + c0, j->ldc);
+        if (j->post) j->post(j->ctx, i0, i1, c0, c1);
+    }
+}
+
+static void sgemm_worker(void *ctx, int ith, int nth)
+{
+    const sgemm_job *j = ctx;
+    int n = j->split_cols ? j->N : j->M;
+    /* split points on multiples of SPLIT_ALIGN (vector width, cache lines) */
+    int64_t units = (n + SPLIT_ALIGN - 1) / SPLIT_ALIGN;
+    int64_t u0 = units * ith / nth, u1 = units * (ith + 1) / nth;
+    int lo = (int)(u0 * SPLIT_ALIGN), hi = (int)(u1 * SPLIT_ALIGN);
+    if (hi > n) hi = n;
+    if (lo >= hi) return;
+    if (j->split_cols) sgemm_range(j, 0, j->M, lo, hi);
+    else sgemm_range(j, lo, hi, 0, j->N);
+}
+
+void pf_nn_sgemm_pool(pf_threadpool *pool, int trans_a, int trans_b, int M, int N, int K,
+                      float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+                      float *C, int ldc, pf_nn_gemm_post_fn post, void *ctx)
+{
+    if (M <= 0 || N <= 0) return;
+    sgemm_job j = {trans_a, trans_b, M, N, K, alpha, beta, A, B, lda, ldb, ldc, C, post, ctx, 1};
+    int nth = pool ? pf_threadpool_size(pool) : 1;
+    double macs = (double)M * (double)N * (double)(K > 0 ? K : 1);
+    if (nth <= 1 || macs < SERIAL_MACS) {
+        sgemm_range(&j, 0, M, 0, N);
+        return;
+    }
+    /* columns when every thread gets a full tile's width, else rows */
+    if (N >= nth * TILE_MIN_COLS) j.split_cols = 1;
+    else if (M >= nth * SPLIT_ALIGN) j.split_cols = 0;
+    else j.split_cols = N >= M;
+    pf_threadpool_parallel_for(pool, 0, sgemm_worker, &j);
 }

@@ -13,7 +13,11 @@
  * - otherwise im2col (threaded over rows of the column matrix) into scratch,
  *   then sgemm per group. Column blocks bound the scratch (COL_CAP floats):
  *   Y[:, j0:j1] = W * col[:, j0:j1].
- * sgemm threads itself (OpenBLAS), so it is always called from this thread. */
+ * The products are split over the pool in tiles (pf_nn_sgemm_pool); bias and
+ * act run on each tile as soon as it is done, while it is in cache. Products
+ * with few input rows (Cg*kh*kw <= PW_SMALL_K: thin 1x1s, 3-channel stems)
+ * skip sgemm for conv_pw.c's register-blocked loops, the non-1x1 ones with
+ * their column matrix built per thread in L1-sized chunks. */
 #if defined(__GNUC__) && !defined(__clang__)
 /* -O2's very cheap cost model refuses the row loops; see src/cpu/composite.c. */
 #pragma GCC optimize("no-trapping-math", "tree-vectorize", "vect-cost-model=dynamic")
@@ -123,7 +127,17 @@ static int conv_geom_get(const pf_ir_graph *g, const pf_ir_node *n, conv_geom *s
     return 0;
 }
 
+/* Products with at most this many input rows (Cg*kh*kw) go to
+ * pf_nn_cpu_pw_small instead of sgemm (conv_pw.c says why); non-1x1 ones
+ * build their column matrix in L1-sized chunks, without scratch. */
+enum { PW_SMALL_K = 32 };
+
 static int conv_is_depthwise(const conv_geom *s) { return s->Cg == 1; }
+
+static int conv_is_small_k(const conv_geom *s)
+{
+    return s->Cg * s->kh * s->kw <= PW_SMALL_K && s->Mg <= PF_NN_PW_MAX_M;
+}
 
 static int conv_is_pointwise(const conv_geom *s)
 {
@@ -144,7 +158,7 @@ size_t pf_nn_cpu_conv_scratch(const pf_ir_graph *g, const pf_ir_node *n)
     conv_geom s;
     char why[8];
     if (conv_geom_get(g, n, &s, why, sizeof why)) return 0;
-    if (conv_is_depthwise(&s) || conv_is_pointwise(&s)) return 0;
+    if (conv_is_depthwise(&s) || conv_is_pointwise(&s) || conv_is_small_k(&s)) return 0;
     size_t bytes = (size_t)(s.Cg * s.kh * s.kw * conv_block_cols(&s)) * sizeof(float);
     return (bytes + 63) & ~(size_t)63;
 }
@@ -258,8 +272,9 @@ static void dw_rows(void *ctx, int ith, int nth)
 }
 
 /* The fused act on one row: the activations of mobile nets (ReLU, ReLU6,
- * HardSwish) here in vector form, the rest through act.c. Same formulas as
- * pf_nn_act_scalar. */
+ * HardSwish) here in vector form, the rest through act.c. The formulas of
+ * pf_nn_act_scalar, except x * (1/6) for x / 6 (within an ulp; a vector
+ * division costs several multiplies). */
 WIDE_CLONES static void row_act(float *restrict y, int64_t n, pf_ir_act act, float a, float b)
 {
     switch (act) {
@@ -275,7 +290,7 @@ WIDE_CLONES static void row_act(float *restrict y, int64_t n, pf_ir_act act, flo
         return;
     case PF_IR_ACT_HARD_SWISH:
         for (int64_t i = 0; i < n; i++) {
-            float t = y[i] / 6.0f + 0.5f;
+            float t = y[i] * (1.0f / 6.0f) + 0.5f;
             t = t < 0.0f ? 0.0f : t;
             t = t > 1.0f ? 1.0f : t;
             y[i] = y[i] * t;
@@ -307,6 +322,49 @@ WIDE_CLONES static void dw_row_tap(float *restrict out, const float *r, float w,
     for (int64_t i = 0; i < n; i++) out[i] += w * r[i];
 }
 
+/* Most taps dw_cols_many takes (7x7); larger kernels go tap by tap. */
+enum { DW_MANY_TAPS = 49 };
+
+/* Sixteen floats, loadable from any float address (GCC vector extension:
+ * one zmm in the AVX-512 clone, two ymm in the AVX2 one, SSE otherwise). */
+#if defined(__GNUC__)
+typedef float dw_v16 __attribute__((vector_size(64), aligned(4)));
+#define DW_HAVE_V16 1
+#else
+#define DW_HAVE_V16 0
+#endif
+
+/* out[i] = b + sum_t w[t] * p[t][i] over unit-stride sources, 32 or 16
+ * outputs at a time with the sums in registers: one call per row instead
+ * of one per tap, and no reloading of out between taps. */
+WIDE_CLONES static void dw_cols_many(const float *const *p, const float *w, int64_t taps, float b,
+                                     int64_t n, float *restrict out)
+{
+    int64_t i0 = 0;
+#if DW_HAVE_V16
+    for (; i0 + 32 <= n; i0 += 32) {
+        dw_v16 a0 = (dw_v16){0} + b, a1 = a0;
+        for (int64_t t = 0; t < taps; t++) {
+            const float *r = p[t] + i0;
+            a0 += w[t] * *(const dw_v16 *)r;
+            a1 += w[t] * *(const dw_v16 *)(r + 16);
+        }
+        *(dw_v16 *)(out + i0) = a0;
+        *(dw_v16 *)(out + i0 + 16) = a1;
+    }
+    for (; i0 + 16 <= n; i0 += 16) {
+        dw_v16 a0 = (dw_v16){0} + b;
+        for (int64_t t = 0; t < taps; t++) a0 += w[t] * *(const dw_v16 *)(p[t] + i0);
+        *(dw_v16 *)(out + i0) = a0;
+    }
+#endif
+    for (int64_t i = i0; i < n; i++) {
+        float acc = b;
+        for (int64_t t = 0; t < taps; t++) acc += w[t] * p[t][i];
+        out[i] = acc;
+    }
+}
+
 /* dst[k] = src[k*sw + off] inside [0, n), else 0. */
 WIDE_CLONES static void dw_fill_phase(float *restrict dst, int64_t len, const float *src,
                                       int64_t n, int64_t off, int64_t sw)
@@ -317,7 +375,10 @@ WIDE_CLONES static void dw_fill_phase(float *restrict dst, int64_t len, const fl
     if (k0 > k1) k0 = k1;
     for (int64_t k = 0; k < k0; k++) dst[k] = 0.0f;
     const float *sp = src + (k0 * sw + off);
-    for (int64_t k = 0; k < k1 - k0; k++) dst[k0 + k] = sp[k * sw];
+    if (sw == 2) /* a constant stride vectorises (permutes, not gathers) */
+        for (int64_t k = 0; k < k1 - k0; k++) dst[k0 + k] = sp[2 * k];
+    else
+        for (int64_t k = 0; k < k1 - k0; k++) dst[k0 + k] = sp[k * sw];
     for (int64_t k = k1; k < len; k++) dst[k] = 0.0f;
 }
 
@@ -328,6 +389,12 @@ WIDE_CLONES static void dw_fill_phase(float *restrict dst, int64_t len, const fl
  * convs then run the same vector loop as the interior of wide ones. The ring
  * holds the (kh-1)*dh+1 input rows one output row spans, plus a zero row;
  * consecutive output rows of one plane reuse the rows they share. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* Only bookkeeping here (the rows run in the clones above); vectorising its
+ * few-element loops made gathers and store-forwarding stalls that cost more
+ * than a narrow row's arithmetic. */
+__attribute__((optimize("no-tree-vectorize")))
+#endif
 static void dw_rows_padded(void *ctx, int ith, int nth)
 {
     const dw_job *j = ctx;
@@ -341,24 +408,39 @@ static void dw_rows_padded(void *ctx, int ith, int nth)
     for (int64_t i = 0; i < R; i++) tag[i] = -1;
     int64_t rows = s->N * s->M * s->OH;
     int64_t r0 = rows * ith / nth, r1 = rows * (ith + 1) / nth;
-    int nine = s->kh * s->kw == 9;
-    const float *rp[64], *tp[9];
+    int64_t taps = s->kh * s->kw;
+    int nine = taps == 9, many = taps <= DW_MANY_TAPS;
+    const float *rp[64], *tp[DW_MANY_TAPS];
+    /* where each tap reads in its ring row: computed once, as the divisions
+     * per row would cost more than the row's arithmetic on small planes */
+    int64_t toff[DW_MANY_TAPS];
+    for (int64_t t = 0; many && t < taps; t++) {
+        int64_t off = t % s->kw * s->dw;
+        toff[t] = off % sw * ph + off / sw;
+    }
+    /* (n, m, oy) of row r, advanced by counting: divisions per row cost as
+     * much as a narrow row's arithmetic */
+    int64_t oy = r0 % s->OH, m = r0 / s->OH % s->M, n = r0 / s->OH / s->M;
+    int64_t iy_first = oy * s->sh - s->pt, base = (iy_first % R + R) % R, sh_mod_r = s->sh % R;
     for (int64_t r = r0; r < r1; r++) {
-        int64_t plane = r / s->OH, oy = r % s->OH;
-        int64_t n = plane / s->M, m = plane % s->M;
-        int64_t c = m / s->Mg;
+        int64_t c = s->Mg == 1 ? m : m / s->Mg;
         const float *xp = j->x + (n * s->C + c) * s->H * s->W;
         const float *w = j->w + m * s->kh * s->kw;
         float b = j->bias ? j->bias[m] : 0.0f;
         float *yr = j->y + r * s->OW;
         int64_t iy0 = oy * s->sh - s->pt;
+        /* ring slot of input row iy is iy % R (base: of iy0, kept by
+         * counting); (kh-1)*dh < R, so one subtraction brings base + ky*dh
+         * back into range */
+        if (oy == 0) base = (iy0 % R + R) % R;
         for (int64_t ky = 0; ky < s->kh; ky++) {
             int64_t iy = iy0 + ky * s->dh;
             if (iy < 0 || iy >= s->H) {
                 rp[ky] = zero;
                 continue;
             }
-            int64_t key = (n * s->C + c) * s->H + iy, slot = iy % R;
+            int64_t key = (n * s->C + c) * s->H + iy, slot = base + ky * s->dh;
+            if (slot >= R) slot -= R;
             float *row = ring + slot * slot_len;
             if (tag[slot] != key) {
                 const float *src = xp + iy * s->W;
@@ -374,12 +456,13 @@ static void dw_rows_padded(void *ctx, int ith, int nth)
             }
             rp[ky] = row;
         }
+        if (many)
+            for (int64_t ky = 0, t = 0; ky < s->kh; ky++)
+                for (int64_t kx = 0; kx < s->kw; kx++, t++) tp[t] = rp[ky] + toff[t];
         if (nine) {
-            for (int64_t t = 0; t < 9; t++) {
-                int64_t off = t % s->kw * s->dw;
-                tp[t] = rp[t / s->kw] + off % sw * ph + off / sw;
-            }
             dw_cols_9(tp, w, b, s->OW, yr);
+        } else if (many) {
+            dw_cols_many(tp, w, taps, b, s->OW, yr);
         } else {
             for (int64_t i = 0; i < s->OW; i++) yr[i] = b;
             for (int64_t ky = 0; ky < s->kh; ky++)
@@ -389,6 +472,15 @@ static void dw_rows_padded(void *ctx, int ith, int nth)
                 }
         }
         row_act(yr, s->OW, j->act, j->act_a, j->act_b);
+        base += sh_mod_r;
+        if (base >= R) base -= R;
+        if (++oy == s->OH) {
+            oy = 0;
+            if (++m == s->M) {
+                m = 0;
+                n++;
+            }
+        }
     }
 }
 
@@ -451,6 +543,8 @@ WIDE_CLONES static void im2col_rows(void *ctx, int ith, int nth)
                 for (int64_t ox = ox0; ox < a0; ox++) d[ox - ox0] = 0.0f;
                 if (s->sw == 1)
                     memcpy(da, r, (size_t)(a1 - a0) * sizeof(float));
+                else if (s->sw == 2)
+                    for (int64_t i = 0; i < a1 - a0; i++) da[i] = r[2 * i];
                 else
                     for (int64_t i = 0; i < a1 - a0; i++) da[i] = r[i * s->sw];
                 for (int64_t ox = a1; ox < ox1; ox++) d[ox - ox0] = 0.0f;
@@ -460,25 +554,64 @@ WIDE_CLONES static void im2col_rows(void *ctx, int ith, int nth)
     }
 }
 
-typedef struct bias_job {
-    float *y;                 /* [M, plane] */
-    const float *bias;        /* NULL: none */
-    int64_t M, plane;
+/* The epilogue of one sgemm tile: bias and act on rows [i0, i1) of the
+ * group's output, columns [c0, c1), while the tile is still in cache. */
+typedef struct conv_post {
+    float *y;                 /* the group's output, [Mg, ldy] */
+    const float *bias;        /* the group's bias; NULL: none */
+    int64_t ldy;
     pf_ir_act act;
     float act_a, act_b;
-} bias_job;
+} conv_post;
 
-static void bias_act_rows(void *ctx, int ith, int nth)
+static void conv_post_tile(void *ctx, int i0, int i1, int c0, int c1)
 {
-    const bias_job *j = ctx;
-    int64_t m0 = j->M * ith / nth, m1 = j->M * (ith + 1) / nth;
-    for (int64_t m = m0; m < m1; m++) {
-        float *y = j->y + m * j->plane;
-        if (j->bias) {
-            const float b = j->bias[m];
-            for (int64_t i = 0; i < j->plane; i++) y[i] += b;
+    const conv_post *p = ctx;
+    for (int i = i0; i < i1; i++) {
+        float *y = p->y + i * p->ldy + c0;
+        int64_t n = c1 - c0;
+        if (p->bias) {
+            const float b = p->bias[i];
+            for (int64_t k = 0; k < n; k++) y[k] += b;
         }
-        row_act(y, j->plane, j->act, j->act_a, j->act_b);
+        row_act(y, n, p->act, p->act_a, p->act_b);
+    }
+}
+
+
+/* Columns per im2col chunk of the small-K path: [K, PW_CHUNK] stays in L1. */
+enum { PW_CHUNK = 256 };
+
+typedef struct pw_job {
+    const float *w, *bias, *x;
+    float *y;
+    int64_t M, K, ldx, ldy, n;
+    pf_ir_act act;
+    float act_a, act_b;
+    const conv_geom *s;       /* non-NULL: x is the image, im2col per chunk */
+} pw_job;
+
+static void pw_cols(void *ctx, int ith, int nth)
+{
+    const pw_job *j = ctx;
+    /* split on multiples of 32 columns, the kernel's block */
+    int64_t units = (j->n + 31) / 32;
+    int64_t lo = units * ith / nth * 32, hi = units * (ith + 1) / nth * 32;
+    if (hi > j->n) hi = j->n;
+    if (lo >= hi) return;
+    if (!j->s) {
+        pf_nn_cpu_pw_small(j->w, j->bias, j->M, j->K, j->x + lo, j->ldx, j->y + lo, j->ldy,
+                           hi - lo, j->act, j->act_a, j->act_b);
+        return;
+    }
+    /* the column matrix chunk by chunk, each used while in L1 */
+    float col[PW_SMALL_K * PW_CHUNK];
+    for (int64_t c0 = lo; c0 < hi; c0 += PW_CHUNK) {
+        int64_t c1 = hi - c0 < PW_CHUNK ? hi : c0 + PW_CHUNK;
+        im2col_job ij = {j->s, j->x, col, c0, c1};
+        im2col_rows(&ij, 0, 1);
+        pf_nn_cpu_pw_small(j->w, j->bias, j->M, j->K, col, c1 - c0, j->y + c0, j->ldy, c1 - c0,
+                           j->act, j->act_a, j->act_b);
     }
 }
 
@@ -490,11 +623,19 @@ static void conv_gemm(const pf_nn_cpu_args *a, const conv_geom *s)
     int64_t K = s->Cg * s->kh * s->kw, cols = s->OH * s->OW, HW = s->H * s->W;
     int pointwise = conv_is_pointwise(s);
     int64_t blk = pointwise ? cols : conv_block_cols(s);
+    int has_post = bias || a->node->act != PF_IR_ACT_NONE;
     for (int64_t n = 0; n < s->N; n++) {
         for (int64_t g = 0; g < s->group; g++) {
             const float *xg = x + (n * s->C + g * s->Cg) * HW;
             const float *wg = w + g * s->Mg * K;
             float *yg = y + (n * s->M + g * s->Mg) * cols;
+            if (!pointwise && conv_is_small_k(s)) {
+                pw_job pj = {wg, bias ? bias + g * s->Mg : NULL, xg, yg, s->Mg, K, 0, cols, cols,
+                             a->node->act, a->node->act_a, a->node->act_b, s};
+                if (s->Mg * K * cols < (1 << 16)) pw_cols(&pj, 0, 1);
+                else pf_nn_cpu_parallel(a->pool, pw_cols, &pj);
+                continue;
+            }
             for (int64_t j0 = 0; j0 < cols; j0 += blk) {
                 int64_t j1 = j0 + blk < cols ? j0 + blk : cols;
                 const float *bm;
@@ -508,14 +649,20 @@ static void conv_gemm(const pf_nn_cpu_args *a, const conv_geom *s)
                     bm = a->scratch;
                     ldb = j1 - j0;
                 }
-                pf_nn_sgemm(0, 0, (int)s->Mg, (int)(j1 - j0), (int)K, 1.0f, wg, (int)K, bm,
-                            (int)ldb, 0.0f, yg + j0, (int)cols);
+                if (conv_is_small_k(s)) {
+                    pw_job pj = {wg, bias ? bias + g * s->Mg : NULL, bm, yg + j0, s->Mg, K,
+                                 ldb, cols, j1 - j0, a->node->act, a->node->act_a,
+                                 a->node->act_b, NULL};
+                    if (s->Mg * K * (j1 - j0) < (1 << 16)) pw_cols(&pj, 0, 1);
+                    else pf_nn_cpu_parallel(a->pool, pw_cols, &pj);
+                    continue;
+                }
+                conv_post post = {yg + j0, bias ? bias + g * s->Mg : NULL, cols, a->node->act,
+                                  a->node->act_a, a->node->act_b};
+                pf_nn_sgemm_pool(a->pool, 0, 0, (int)s->Mg, (int)(j1 - j0), (int)K, 1.0f, wg,
+                                 (int)K, bm, (int)ldb, 0.0f, yg + j0, (int)cols,
+                                 has_post ? conv_post_tile : NULL, &post);
             }
-        }
-        if (bias || a->node->act != PF_IR_ACT_NONE) {
-            bias_job bj = {y + n * s->M * cols, bias, s->M, cols, a->node->act, a->node->act_a,
-                           a->node->act_b};
-            pf_nn_cpu_parallel(a->pool, bias_act_rows, &bj);
         }
     }
 }

@@ -166,15 +166,20 @@ static void ct_act(void *ctx, int ith, int nth)
                         j->act_b);
 }
 
-/* Scatters the column block into the group's output planes, threads split
- * the group's channels. */
+/* Scatters the column block into the group's output planes. Threads split
+ * the group's output rows (channel, oy), so one channel (a mask head) still
+ * uses every thread and no two threads touch one row. */
 static void ct_col2im(void *ctx, int ith, int nth)
 {
     const ct_job *j = ctx;
     const ct_geom *s = j->s;
-    int64_t ncol = j->j1 - j->j0, kk = s->kh * s->kw;
-    int64_t m0 = s->Mg * ith / nth, m1 = s->Mg * (ith + 1) / nth;
-    for (int64_t m = m0; m < m1; m++) {
+    int64_t ncol = j->j1 - j->j0, kk = s->kh * s->kw, rows = s->Mg * s->OH;
+    int64_t r0 = rows * ith / nth, r1 = rows * (ith + 1) / nth;
+    for (int64_t m = r0 / s->OH; m < s->Mg && m * s->OH < r1; m++) {
+        /* this thread's rows of channel m: [ylo, yhi) */
+        int64_t ylo = r0 - m * s->OH, yhi = r1 - m * s->OH;
+        if (ylo < 0) ylo = 0;
+        if (yhi > s->OH) yhi = s->OH;
         float *yp = j->y + (j->g * s->Mg + m) * s->OH * s->OW;
         for (int64_t t = 0; t < kk; t++) {
             int64_t ky = t / s->kw, kx = t % s->kw;
@@ -190,11 +195,13 @@ static void ct_col2im(void *ctx, int ith, int nth)
                 if (iy * s->W + ix1 > j->j1) ix1 = j->j1 - iy * s->W;
                 int64_t oy = iy * s->sh - s->pt + ky * s->dh;
                 int64_t a0 = vlo > ix0 ? vlo : ix0, a1 = vhi < ix1 ? vhi : ix1;
-                if (oy >= 0 && oy < s->OH && a1 > a0) {
+                if (oy >= ylo && oy < yhi && a1 > a0) {
                     const float *c = crow + (jj - j->j0) + (a0 - ix0);
                     float *yr = yp + oy * s->OW + a0 * s->sw + off;
                     if (s->sw == 1)
                         for (int64_t i = 0; i < a1 - a0; i++) yr[i] += c[i];
+                    else if (s->sw == 2)
+                        for (int64_t i = 0; i < a1 - a0; i++) yr[2 * i] += c[i];
                     else
                         for (int64_t i = 0; i < a1 - a0; i++) yr[i * s->sw] += c[i];
                 }
@@ -227,14 +234,16 @@ pf_status pf_nn_cpu_conv_transpose(const pf_nn_cpu_args *a)
             const float *xg = x + (n * s.C + g * s.Cg) * HW;
             const float *wg = w + g * s.Cg * rows;
             if (pointwise) {
-                pf_nn_sgemm(1, 0, (int)rows, (int)HW, (int)s.Cg, 1.0f, wg, (int)rows, xg,
-                            (int)HW, 1.0f, j.y + g * s.Mg * plane, (int)plane);
+                pf_nn_sgemm_pool(a->pool, 1, 0, (int)rows, (int)HW, (int)s.Cg, 1.0f, wg,
+                                 (int)rows, xg, (int)HW, 1.0f, j.y + g * s.Mg * plane,
+                                 (int)plane, NULL, NULL);
                 continue;
             }
             for (int64_t j0 = 0; j0 < HW; j0 += blk) {
                 int64_t j1 = j0 + blk < HW ? j0 + blk : HW;
-                pf_nn_sgemm(1, 0, (int)rows, (int)(j1 - j0), (int)s.Cg, 1.0f, wg, (int)rows,
-                            xg + j0, (int)HW, 0.0f, a->scratch, (int)(j1 - j0));
+                pf_nn_sgemm_pool(a->pool, 1, 0, (int)rows, (int)(j1 - j0), (int)s.Cg, 1.0f, wg,
+                                 (int)rows, xg + j0, (int)HW, 0.0f, a->scratch, (int)(j1 - j0),
+                                 NULL, NULL);
                 j.g = g;
                 j.j0 = j0;
                 j.j1 = j1;

@@ -2,13 +2,60 @@
  * batch broadcasting, 1-D operands promoted and their unit dim dropped),
  * both with the fused act, both on sgemm. MatMul with a 2-D (or 1-D) B is
  * one sgemm over all of A's batch rows at once: the batches of A are
- * contiguous, so [..., M, K] is one [batch*M, K] matrix. */
+ * contiguous, so [..., M, K] is one [batch*M, K] matrix. Products are split
+ * over the pool (pf_nn_sgemm_pool), the act applied per tile where the
+ * product is one call. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "blas.h"
 #include "kernels.h"
+
+/* The fused act on each finished tile (pf_nn_sgemm_pool), while in cache. */
+typedef struct act_post {
+    float *y;
+    int64_t ldy;
+    pf_ir_act act;
+    float a, b;
+} act_post;
+
+static void act_tile(void *ctx, int i0, int i1, int j0, int j1)
+{
+    const act_post *p = ctx;
+    for (int i = i0; i < i1; i++)
+        pf_nn_cpu_apply_act(p->y + i * p->ldy + j0, (size_t)(j1 - j0), p->act, p->a, p->b);
+}
+
+/* Batched MatMul: product t of `batch`, its operands found through the
+ * broadcast batch dims. */
+typedef struct mm_job {
+    const float *A, *B;
+    float *y;
+    int64_t M, N, K;
+    int nb;
+    const int64_t *bd, *sa, *sb;
+    int64_t batch;
+} mm_job;
+
+static void mm_one(const mm_job *j, int64_t t, pf_threadpool *pool)
+{
+    int64_t rem = t, oa = 0, ob = 0;
+    for (int i = j->nb - 1; i >= 0; i--) {
+        int64_t idx = rem % j->bd[i];
+        rem /= j->bd[i];
+        oa += idx * j->sa[i];
+        ob += idx * j->sb[i];
+    }
+    pf_nn_sgemm_pool(pool, 0, 0, (int)j->M, (int)j->N, (int)j->K, 1.0f, j->A + oa, (int)j->K,
+                     j->B + ob, (int)j->N, 0.0f, j->y + t * j->M * j->N, (int)j->N, NULL, NULL);
+}
+
+static void mm_batches(void *ctx, int ith, int nth)
+{
+    const mm_job *j = ctx;
+    for (int64_t t = j->batch * ith / nth; t < j->batch * (ith + 1) / nth; t++) mm_one(j, t, NULL);
+}
 
 static int dims_fit_int(int64_t a, int64_t b, int64_t c)
 {
@@ -62,9 +109,10 @@ pf_status pf_nn_cpu_gemm(const pf_nn_cpu_args *a)
         }
         beta = 1.0f;
     }
-    pf_nn_sgemm(at->trans_a, at->trans_b, (int)M, (int)N, (int)K, at->alpha, a->in[0],
-                (int)va->dims[1], a->in[1], (int)vb->dims[1], beta, y, (int)N);
-    pf_nn_cpu_apply_act(y, (size_t)(M * N), a->node->act, a->node->act_a, a->node->act_b);
+    act_post post = {y, N, a->node->act, a->node->act_a, a->node->act_b};
+    pf_nn_sgemm_pool(a->pool, at->trans_a, at->trans_b, (int)M, (int)N, (int)K, at->alpha,
+                     a->in[0], (int)va->dims[1], a->in[1], (int)vb->dims[1], beta, y, (int)N,
+                     post.act != PF_IR_ACT_NONE ? act_tile : NULL, &post);
     return PF_OK;
 }
 
@@ -119,22 +167,20 @@ pf_status pf_nn_cpu_matmul(const pf_nn_cpu_args *a)
     if (nbb == 0 || batch == 0) {
         if (!dims_fit_int(batch * M, N, K))
             return pf_nn_cpu_fail(a, PF_ERR_UNSUPPORTED, "too large for 32-bit sgemm sizes");
-        pf_nn_sgemm(0, 0, (int)(batch * M), (int)N, (int)K, 1.0f, A, (int)K, B, (int)N, 0.0f,
-                    y, (int)N);
+        act_post post = {y, N, a->node->act, a->node->act_a, a->node->act_b};
+        pf_nn_sgemm_pool(a->pool, 0, 0, (int)(batch * M), (int)N, (int)K, 1.0f, A, (int)K, B,
+                         (int)N, 0.0f, y, (int)N, post.act != PF_IR_ACT_NONE ? act_tile : NULL,
+                         &post);
+        return PF_OK;
     } else {
         if (!dims_fit_int(M, N, K))
             return pf_nn_cpu_fail(a, PF_ERR_UNSUPPORTED, "too large for 32-bit sgemm sizes");
-        for (int64_t t = 0; t < batch; t++) {
-            int64_t rem = t, oa = 0, ob = 0;
-            for (int i = nb - 1; i >= 0; i--) {
-                int64_t idx = rem % bd[i];
-                rem /= bd[i];
-                oa += idx * sa[i];
-                ob += idx * sb[i];
-            }
-            pf_nn_sgemm(0, 0, (int)M, (int)N, (int)K, 1.0f, A + oa, (int)K, B + ob, (int)N, 0.0f,
-                        y + t * M * N, (int)N);
-        }
+        mm_job j = {A, B, y, M, N, K, nb, bd, sa, sb, batch};
+        /* small products (attention heads): one thread per batch range;
+         * large ones: each product split over the pool */
+        if (M * N * K < ((int64_t)1 << 17)) pf_nn_cpu_parallel(a->pool, mm_batches, &j);
+        else
+            for (int64_t t = 0; t < batch; t++) mm_one(&j, t, a->pool);
     }
     pf_nn_cpu_apply_act(y, (size_t)(batch * M * N), a->node->act, a->node->act_a,
                         a->node->act_b);

@@ -67,6 +67,12 @@ pf_status pf_nn_cpu_fail(const pf_nn_cpu_args *a, pf_status st, const char *fmt,
 /* conv.c */
 pf_status pf_nn_cpu_conv(const pf_nn_cpu_args *a);
 size_t pf_nn_cpu_conv_scratch(const pf_ir_graph *g, const pf_ir_node *n);
+/* conv_pw.c: Y[M, n] (row stride ldy) = act(bias + W[M, K] * X[K, n] (row
+ * stride ldx)) for small K, one thread; bias may be NULL. M <= PF_NN_PW_MAX_M. */
+enum { PF_NN_PW_MAX_M = 4096 };
+void pf_nn_cpu_pw_small(const float *w, const float *bias, int64_t M, int64_t K, const float *x,
+                        int64_t ldx, float *y, int64_t ldy, int64_t n, pf_ir_act act,
+                        float act_a, float act_b);
 /* conv_transpose.c */
 pf_status pf_nn_cpu_conv_transpose(const pf_nn_cpu_args *a);
 size_t pf_nn_cpu_conv_transpose_scratch(const pf_ir_graph *g, const pf_ir_node *n);

@@ -14,12 +14,29 @@
  * changes): 4-D NCHW with unit N, C scales is plain bilinear. The work is
  * split over output rows (all axes but the last); each row gathers the
  * corner rows of the interpolated outer axes (2^k of them) and applies the
- * last axis' taps, which are computed once per block of columns. */
+ * last axis' taps, which are computed once per block of columns.
+ *
+ * Bilinear-like rows (at most two corner rows, last axis interpolated) keep
+ * the last axis' interpolation of each corner row in a two-slot cache: when
+ * upscaling, consecutive output rows share their corner rows, so the gather
+ * runs once per input row and each output row is one vector blend. The
+ * arithmetic is the same as the general loop's, in the same order. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* -O2's very cheap cost model refuses the row loops; see src/cpu/composite.c. */
+#pragma GCC optimize("no-trapping-math", "tree-vectorize", "vect-cost-model=dynamic")
+#endif
+
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "kernels.h"
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define WIDE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define WIDE_CLONES
+#endif
 
 enum { RS_BLOCK = 512 };
 
@@ -87,54 +104,166 @@ static void rs_taps(const rs_job *j, int d, int64_t xo, int64_t *i0, int64_t *i1
     *w = 0.0f;
 }
 
+/* h[i] = s[x0[i]] + wx[i] * (s[x1[i]] - s[x0[i]]): one corner row along the
+ * last axis. */
+WIDE_CLONES static void rs_hrow(const float *s, const int32_t *x0, const int32_t *x1,
+                                const float *wx, int64_t n, float *restrict h)
+{
+    for (int64_t i = 0; i < n; i++) h[i] = s[x0[i]] + wx[i] * (s[x1[i]] - s[x0[i]]);
+}
+
+WIDE_CLONES static void rs_blend2(const float *h0, const float *h1, float w0, float w1, int64_t n,
+                                  float *restrict y)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = w0 * h0[i] + w1 * h1[i];
+}
+
+WIDE_CLONES static void rs_blend1(const float *h0, float w0, int64_t n, float *restrict y)
+{
+    for (int64_t i = 0; i < n; i++) y[i] = w0 * h0[i];
+}
+
+/* Where a thread is among the rows: the index of each outer axis (kept by
+ * counting, not dividing, as rows advance one at a time), and per axis the
+ * taps of the last index asked, which most rows repeat. */
+typedef struct rs_cursor {
+    int64_t idx[PF_IR_MAX_RANK];
+    int64_t o[PF_IR_MAX_RANK], i0[PF_IR_MAX_RANK], i1[PF_IR_MAX_RANK];
+    float w[PF_IR_MAX_RANK];
+    /* the row axis (rank - 2) changes every row: its taps are kept for
+     * every index up to RS_BLOCK, filled as first asked */
+    int32_t y0[RS_BLOCK], y1[RS_BLOCK];
+    float yw[RS_BLOCK];
+    unsigned char yok[RS_BLOCK];
+} rs_cursor;
+
+static void rs_seek(const rs_job *j, rs_cursor *tc, int64_t q)
+{
+    for (int d = j->rank - 2; d >= 0; d--) {
+        tc->idx[d] = q % j->out[d];
+        q /= j->out[d];
+    }
+}
+
+static void rs_next(const rs_job *j, rs_cursor *tc)
+{
+    for (int d = j->rank - 2; d >= 0; d--) {
+        if (++tc->idx[d] < j->out[d]) return;
+        tc->idx[d] = 0;
+    }
+}
+
+/* Corner row offsets and weights of the cursor's row (all axes but the
+ * last); returns how many. Not vectorised: the loops run over one to a few
+ * corners, and 2-wide vectors there wait on the scalar stores just made
+ * (store forwarding fails), which cost more than the whole row. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-vectorize")))
+#endif
+static int rs_corners(const rs_job *j, rs_cursor *tc, int64_t *coff, float *cw)
+{
+    int last = j->rank - 1, nc = 1;
+    coff[0] = 0;
+    cw[0] = 1.0f;
+    for (int d = last - 1; d >= 0; d--) {
+        int64_t o = tc->idx[d], i0, i1;
+        float w;
+        if (d == last - 1 && o < RS_BLOCK) {
+            if (!tc->yok[o]) {
+                rs_taps(j, d, o, &i0, &i1, &w);
+                tc->y0[o] = (int32_t)i0;
+                tc->y1[o] = (int32_t)i1;
+                tc->yw[o] = w;
+                tc->yok[o] = 1;
+            }
+            i0 = tc->y0[o];
+            i1 = tc->y1[o];
+            w = tc->yw[o];
+        } else {
+            if (tc->o[d] != o) {
+                rs_taps(j, d, o, &tc->i0[d], &tc->i1[d], &tc->w[d]);
+                tc->o[d] = o;
+            }
+            i0 = tc->i0[d];
+            i1 = tc->i1[d];
+            w = tc->w[d];
+        }
+        if (j->interp[d] && i1 != i0) {
+            for (int c = 0; c < nc; c++) {
+                coff[nc + c] = coff[c] + i1 * j->istride[d];
+                cw[nc + c] = cw[c] * w;
+                coff[c] += i0 * j->istride[d];
+                cw[c] *= 1.0f - w;
+            }
+            nc *= 2;
+        } else {
+            for (int c = 0; c < nc; c++) coff[c] += i0 * j->istride[d];
+        }
+    }
+    return nc;
+}
+
+/* The cached slot holding corner row `off`, or -1. */
+static int rs_find(const int64_t *key, int64_t off)
+{
+    return key[0] == off ? 0 : (key[1] == off ? 1 : -1);
+}
+
 static void rs_rows(void *ctx, int ith, int nth)
 {
     const rs_job *j = ctx;
     int r = j->rank, last = r - 1;
     int64_t q0 = j->rows * ith / nth, q1 = j->rows * (ith + 1) / nth;
     int64_t ow = j->out[last];
-    int64_t x0[RS_BLOCK], x1[RS_BLOCK];
+    /* 32-bit column indices: the gathers take 16 lanes, not 8 */
+    int32_t x0[RS_BLOCK], x1[RS_BLOCK];
     float wx[RS_BLOCK];
+    float hbuf[2][RS_BLOCK];
+    int64_t key[2];
     int64_t coff[1 << (PF_IR_MAX_RANK - 1)];
     float cw[1 << (PF_IR_MAX_RANK - 1)];
-    int64_t tab_from = -1; /* first column the taps table holds */
-    for (int64_t q = q0; q < q1; q++) {
-        /* corners of the outer axes */
-        int nc = 1;
-        coff[0] = 0;
-        cw[0] = 1.0f;
-        int64_t rem = q;
-        for (int d = last - 1; d >= 0; d--) {
-            int64_t o = rem % j->out[d], i0, i1;
-            float w;
-            rem /= j->out[d];
-            rs_taps(j, d, o, &i0, &i1, &w);
-            if (j->interp[d] && i1 != i0) {
-                for (int c = 0; c < nc; c++) {
-                    coff[nc + c] = coff[c] + i1 * j->istride[d];
-                    cw[nc + c] = cw[c] * w;
-                    coff[c] += i0 * j->istride[d];
-                    cw[c] *= 1.0f - w;
-                }
-                nc *= 2;
-            } else {
-                for (int c = 0; c < nc; c++) coff[c] += i0 * j->istride[d];
-            }
+    const float *xf = (const float *)j->x;
+    rs_cursor tc;
+    for (int d = 0; d < PF_IR_MAX_RANK; d++) tc.o[d] = -1;
+    memset(tc.yok, 0, sizeof tc.yok);
+    /* column blocks outside, rows inside: the taps and the cached corner
+     * rows stay valid across the rows of one block */
+    for (int64_t b0 = 0; b0 < ow; b0 += RS_BLOCK) {
+        int64_t bn = ow - b0 < RS_BLOCK ? ow - b0 : RS_BLOCK;
+        for (int64_t i = 0; i < bn; i++) {
+            int64_t i0, i1;
+            rs_taps(j, last, b0 + i, &i0, &i1, &wx[i]);
+            x0[i] = (int32_t)i0;
+            x1[i] = (int32_t)i1;
         }
-        unsigned char *yrow = j->y + (size_t)(q * ow) * j->esize;
-        for (int64_t b0 = 0; b0 < ow; b0 += RS_BLOCK) {
-            int64_t bn = ow - b0 < RS_BLOCK ? ow - b0 : RS_BLOCK;
-            if (tab_from != b0) {
-                for (int64_t i = 0; i < bn; i++) rs_taps(j, last, b0 + i, &x0[i], &x1[i], &wx[i]);
-                tab_from = b0;
+        key[0] = key[1] = -1;
+        rs_seek(j, &tc, q0);
+        for (int64_t q = q0; q < q1; q++, rs_next(j, &tc)) {
+            int nc = rs_corners(j, &tc, coff, cw);
+            unsigned char *yrow = j->y + (size_t)(q * ow) * j->esize;
+            if (j->interp[last] && nc <= 2) {
+                int s0 = rs_find(key, coff[0]), s1 = nc > 1 ? rs_find(key, coff[1]) : -1;
+                if (s0 < 0) {
+                    s0 = s1 == 0 ? 1 : 0;
+                    rs_hrow(xf + coff[0], x0, x1, wx, bn, hbuf[s0]);
+                    key[s0] = coff[0];
+                }
+                if (nc > 1 && s1 < 0) {
+                    s1 = 1 - s0;
+                    rs_hrow(xf + coff[1], x0, x1, wx, bn, hbuf[s1]);
+                    key[s1] = coff[1];
+                }
+                float *y = (float *)yrow + b0;
+                if (nc > 1) rs_blend2(hbuf[s0], hbuf[s1], cw[0], cw[1], bn, y);
+                else rs_blend1(hbuf[s0], cw[0], bn, y);
+                continue;
             }
             if (j->interp[last] || nc > 1) {
-                const float *x = (const float *)j->x;
                 float *y = (float *)yrow + b0;
                 for (int64_t i = 0; i < bn; i++) {
                     float acc = 0.0f;
                     for (int c = 0; c < nc; c++) {
-                        const float *s = x + coff[c];
+                        const float *s = xf + coff[c];
                         acc += cw[c] * (s[x0[i]] + wx[i] * (s[x1[i]] - s[x0[i]]));
                     }
                     y[i] = acc;
@@ -201,6 +330,10 @@ pf_status pf_nn_cpu_resize(const pf_nn_cpu_args *a)
                       (at->scale[d] != 1.0 || j.out[d] != j.in[d]);
     }
     if (numel_out == 0) return PF_OK;
+    for (int d = j.rank - 2; d < j.rank; d++)
+        if (d >= 0 && j.in[d] > INT32_MAX)
+            return pf_nn_cpu_fail(a, PF_ERR_UNSUPPORTED, "axis %d of %lld elements (at most "
+                                  "2^31-1)", d, (long long)j.in[d]);
     if (st == 0)
         return pf_nn_cpu_fail(a, PF_ERR_FORMAT, "empty input, non-empty output");
     j.rows = numel_out / j.out[j.rank - 1];
