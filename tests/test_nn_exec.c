@@ -1,8 +1,9 @@
 /* The public nn executor (pf_model + pf_nn_exec on the CPU backend):
  * hand-built graphs with known answers (batch handling, plan cache, dtype
  * staging, argument validation, lifetime), an ONNX conformance case read
- * through pf_nn_read_onnx_tensor, and MediaPipe's selfie segmentation
- * (skipped, exit 77, when the npm models are absent and nothing else ran).
+ * through pf_nn_read_onnx_tensor, and MediaPipe's selfie segmentation and
+ * face detection, whose batch-1 files load batchable (batch 4 == 4 x batch 1;
+ * skipped, exit 77, when the npm models are absent and nothing else ran).
  * Float comparisons: exact ops (add, relu, cast) are compared to a C
  * reference within 1e-6; the conformance case within rtol 1e-3/atol 1e-5. */
 #include <math.h>
@@ -440,7 +441,11 @@ static void test_selfie_segmentation(void)
     CHECK(st.arena_bytes > 0);
     CHECK(st.last_run_ms > 0);
     printf("  selfie run %.2f ms, arena %zu B\n", st.last_run_ms, st.arena_bytes);
-    /* A batch of 2 on this fixed-batch model is refused, naming the input. */
+    /* The file fixes the batch at 1, but the model is fully convolutional,
+     * so it loads with a symbolic batch; beyond max_batch (1 here) a batch
+     * is refused, naming the input. */
+    CHECK_EQ_INT(ii.shape[0], -1);
+    CHECK_EQ_INT(oo.shape[0], -1);
     int64_t ish2[4] = {2, 256, 256, 3};
     pf_tensor in2 = {0};
     CHECK_OK(pf_tensor_alloc(&in2, PF_DTYPE_F32, 4, ish2, PF_LAYOUT_NHWC, NULL, NULL));
@@ -451,6 +456,93 @@ static void test_selfie_segmentation(void)
     pf_tensor_unref(&out);
     pf_nn_exec_destroy(&x);
     pf_model_free(&m);
+}
+
+/* A batch-1 TFLite file made batchable at load: one run at batch 4 must
+ * equal four runs at batch 1, output by output (within 1e-6: the kernels
+ * are the same, only the work split over threads may differ). */
+static void check_batch_equals_singles(const char *rel, float lo, float hi)
+{
+    char path[1024];
+    if (!mediapipe_path(path, sizeof path, rel)) {
+        printf("  (skipped: %s absent)\n", rel);
+        return;
+    }
+    ran_real = 1;
+    enum { B = 4, MAXOUT = 4 };
+    pf_model *m = NULL;
+    CHECK_OK(pf_model_load(path, &m));
+    REQUIRE(m);
+    int n_out = pf_model_num_outputs(m);
+    REQUIRE(pf_model_num_inputs(m) == 1 && n_out >= 1 && n_out <= MAXOUT);
+    pf_model_io ii = pf_model_input(m, 0);
+    CHECK_EQ_INT(ii.shape[0], -1);
+    pf_nn_exec_params p = pf_nn_exec_params_default();
+    p.max_batch = B;
+    pf_nn_exec *x = NULL;
+    CHECK_OK(pf_nn_exec_create(m, &p, &x));
+    REQUIRE(x);
+    int64_t shb[PF_NN_MAX_DIMS], sh1[PF_NN_MAX_DIMS];
+    pf_tensor in = {0}, in1 = {0}, outb[MAXOUT] = {{0}}, out1[MAXOUT] = {{0}};
+    memcpy(shb, ii.shape, sizeof shb);
+    shb[0] = B;
+    memcpy(sh1, ii.shape, sizeof sh1);
+    sh1[0] = 1;
+    CHECK_OK(pf_tensor_alloc(&in, PF_DTYPE_F32, ii.ndim, shb, ii.layout, NULL, NULL));
+    CHECK_OK(pf_tensor_alloc(&in1, PF_DTYPE_F32, ii.ndim, sh1, ii.layout, NULL, NULL));
+    int64_t n_in1 = pf_tensor_numel(&in1);
+    uint32_t seed = 12345u;
+    for (int64_t i = 0; i < n_in1 * B; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        ((float *)in.data)[i] = lo + (hi - lo) * (float)((seed >> 8) & 0xffff) / 65535.0f;
+    }
+    for (int k = 0; k < n_out; k++) {
+        pf_model_io oo = pf_model_output(m, k);
+        CHECK_EQ_INT(oo.shape[0], -1);
+        memcpy(shb, oo.shape, sizeof shb);
+        shb[0] = B;
+        memcpy(sh1, oo.shape, sizeof sh1);
+        sh1[0] = 1;
+        CHECK_OK(pf_tensor_alloc(&outb[k], PF_DTYPE_F32, oo.ndim, shb, oo.layout, NULL, NULL));
+        CHECK_OK(pf_tensor_alloc(&out1[k], PF_DTYPE_F32, oo.ndim, sh1, oo.layout, NULL, NULL));
+    }
+    CHECK_OK(pf_nn_exec_run(x, NULL, &in, 1, outb, n_out));
+    double worst = 0;
+    int64_t bad = 0;
+    for (int b = 0; b < B; b++) {
+        memcpy(in1.data, (const float *)in.data + b * n_in1, (size_t)n_in1 * sizeof(float));
+        CHECK_OK(pf_nn_exec_run(x, NULL, &in1, 1, out1, n_out));
+        for (int k = 0; k < n_out; k++) {
+            int64_t n1 = pf_tensor_numel(&out1[k]);
+            const float *want = out1[k].data, *got = (const float *)outb[k].data + b * n1;
+            for (int64_t i = 0; i < n1; i++) {
+                double d = fabs((double)got[i] - want[i]);
+                if (d > worst) worst = d;
+                if (!(d <= 1e-6)) bad++;
+            }
+        }
+    }
+    CHECK_EQ_INT(bad, 0);
+    printf("  %s: batch %d vs %d x batch 1: max |diff| %.3g over %d outputs\n", rel, B, B, worst,
+           n_out);
+    pf_nn_exec_stats st;
+    CHECK_OK(pf_nn_exec_get_stats(x, &st));
+    CHECK_EQ_INT(st.plans, 2);
+    for (int k = 0; k < n_out; k++) {
+        pf_tensor_unref(&outb[k]);
+        pf_tensor_unref(&out1[k]);
+    }
+    pf_tensor_unref(&in);
+    pf_tensor_unref(&in1);
+    pf_nn_exec_destroy(&x);
+    pf_model_free(&m);
+}
+
+static void test_tflite_batching(void)
+{
+    check_batch_equals_singles("selfie_segmentation/selfie_segmentation.tflite", 0.0f, 1.0f);
+    /* Has RESHAPE to [1, 896, 16] and [1, 896, 1]: the 1 must follow the batch. */
+    check_batch_equals_singles("face_detection/face_detection_short_range.tflite", -1.0f, 1.0f);
 }
 
 static void test_load_errors(void)
@@ -478,5 +570,6 @@ int main(void)
     PF_RUN(test_i64_input);
     PF_RUN(test_onnx_case);
     PF_RUN(test_selfie_segmentation);
+    PF_RUN(test_tflite_batching);
     return pf_test_finish();
 }

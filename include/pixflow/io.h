@@ -192,8 +192,16 @@ typedef struct pf_video_reader_params {
     pf_device *device;         /* pool memory owner: NULL = CPU */
     pf_mem_domain domain;      /* PF_MEM_HOST (default) or PF_MEM_PINNED: decoders
                                   write with the CPU, so never PF_MEM_DEVICE */
-    bool prefer_device;        /* NVDEC when available (not yet: CPU decode, reported
-                                  in pf_video_info.decoder and hw_decode = false) */
+    bool prefer_device;        /* NVDEC when possible: `device` is CUDA, the input is an
+                                  H.264/HEVC elementary stream (.h264/.264/.hevc/.265 or
+                                  container "h264"/"hevc"), format NONE or NV12 and
+                                  libnvcuvid loads. Frames are then NV12 in device
+                                  memory of `device` (from the decoders' own pools of
+                                  pool_size frames each; domain is ignored), hw_decode.
+                                  A regular file is decoded by one decoder per NVDEC
+                                  engine (up to 4), GOP by GOP, frames still in order;
+                                  PIXFLOW_NVDEC_DECODERS=N (1..8) sets the count.
+                                  Otherwise CPU decode as without it */
     int threads;               /* decoder threads, 0 = FFmpeg's choice */
     /* container "raw" only: */
     int raw_width, raw_height;

@@ -27,8 +27,15 @@
  * shared by several executors and threads.
  *
  * Shapes. A model input may have a symbolic batch dimension (ONNX dim_param,
- * TFLite shape_signature -1); it is reported as -1. TFLite models keep their
- * NHWC input/output shapes; ONNX models their NCHW ones.
+ * TFLite shape_signature -1); it is reported as -1. TFLite files that fix
+ * the batch at 1 without a signature (MediaPipe's) are made batchable at
+ * load when they allow it: if every input has dim 0 == 1, the graph is
+ * imported again with that 1 symbolic (RESHAPE targets starting with 1 copy
+ * dim 0 instead) and kept only if it specialises at batch 2 and 3 with dim
+ * 0 of every output equal to the batch; such a model then reports -1 too
+ * and runs any batch 1..max_batch. Otherwise it keeps its fixed batch of 1.
+ * TFLite models keep their NHWC input/output shapes; ONNX models their NCHW
+ * ones.
  *
  * Executors. An executor binds a model to a device and a precision and owns
  * everything a run needs: a plan per batch size (built on first use, or all up
@@ -72,7 +79,8 @@ typedef struct pf_model_io {
     const char *name;       /* valid while the model lives */
     pf_dtype dtype;
     int ndim;
-    int64_t shape[PF_NN_MAX_DIMS]; /* -1 = symbolic batch */
+    int64_t shape[PF_NN_MAX_DIMS]; /* -1 = symbolic batch (also for batch-1 TFLite
+                                    * files made batchable at load, see Shapes) */
     pf_layout layout;       /* NCHW/NHWC when the loader knows (4D image tensors), else NONE */
 } pf_model_io;
 

@@ -16,6 +16,13 @@
  *   not, so it is computed on first request and cached under a mutex.
  * - The model is refcounted with an atomic counter: pf_model_free drops the
  *   user's reference and executors hold their own.
+ * - TFLite files usually fix the batch at 1 without a shape_signature, which
+ *   would make executors run one frame at a time. When every input has dim
+ *   0 == 1 and there is no batch symbol, the file is imported a second time
+ *   with that 1 taken as the symbolic batch (try_symbolic_batch); the copy
+ *   is kept only if it specialises at batch 2 and 3 with dim 0 of every
+ *   output equal to the batch, so a model whose dim 0 is not a batch (or
+ *   that reshapes it away) stays fixed at 1.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -27,6 +34,7 @@
 #include "import.h"
 #include "model.h"
 #include "onnx_reader.h"
+#include "tflite_import_priv.h"
 #include "tflite_reader.h"
 
 typedef struct model_op_count {
@@ -213,6 +221,58 @@ static pf_status model_finish(pf_model *m)
     return build_io(m);
 }
 
+/* True when the graph has inputs, none symbolic, and each has dim 0 == 1. */
+static bool fixed_batch_one(const pf_ir_graph *g)
+{
+    if (g->batch_symbol || g->n_inputs < 1) return false;
+    for (int i = 0; i < g->n_inputs; i++) {
+        const pf_ir_value *v = &g->values[g->inputs[i]];
+        if (v->ndim < 1 || v->dims[0] != 1) return false;
+    }
+    return true;
+}
+
+/* The batch-symbolic candidate is accepted when it specialises at `batch`
+ * and every graph output's dim 0 is the batch. */
+static bool batches_to(const pf_ir_graph *g, int64_t batch)
+{
+    pf_ir_graph *s = NULL;
+    bool ok = pf_ir_specialize(g, batch, &s) == PF_OK;
+    for (int i = 0; ok && i < s->n_outputs; i++) {
+        const pf_ir_value *v = &s->values[s->outputs[i]];
+        ok = v->ndim >= 1 && v->dims[0] == batch;
+    }
+    pf_ir_graph_destroy(&s);
+    return ok;
+}
+
+/* Replaces m->graph (fixed batch 1, not yet optimised) by the optimised
+ * batch-symbolic import of `t` when that one is valid; otherwise leaves
+ * the model as it is. *done tells whether the passes have run. A failure of
+ * the candidate is not an error: the fixed graph is still good. */
+static pf_status try_symbolic_batch(pf_model *m, const pf_tflite *t, bool *done)
+{
+    *done = false;
+    if (!fixed_batch_one(m->graph)) return PF_OK;
+    pf_ir_graph *g = NULL;
+    pf_ir_opt_report rep;
+    memset(&rep, 0, sizeof rep);
+    bool ok = pf_ir_from_tflite_batched(t, &g) == PF_OK && g->batch_symbol &&
+              pf_ir_optimize(g, &rep) == PF_OK && batches_to(g, 2) && batches_to(g, 3);
+    if (!ok) {
+        PF_LOGD("%s: the fixed batch of 1 stays (a symbolic batch does not specialise: %s)",
+                m->name, pf_last_error());
+        pf_clear_error();
+        pf_ir_graph_destroy(&g);
+        return PF_OK;
+    }
+    pf_ir_graph_destroy(&m->graph);
+    m->graph = g;
+    m->load_report = rep;
+    *done = true;
+    return PF_OK;
+}
+
 static bool is_tflite(const unsigned char *head, size_t n)
 {
     return n >= 8 && !memcmp(head + 4, "TFL3", 4);
@@ -235,12 +295,14 @@ static pf_status load_common(const char *path, const void *data, size_t size, co
     pf_model_format fmt = is_tflite(head, nhead) ? PF_MODEL_TFLITE : PF_MODEL_ONNX;
     pf_model *m = NULL;
     pf_status st = model_new(name, fmt, &m);
+    bool optimised = false;
     if (st) goto fail;
     if (fmt == PF_MODEL_TFLITE) {
         pf_tflite *t = NULL;
         st = path ? pf_tflite_open(path, &t) : pf_tflite_open_memory(data, size, name, &t);
         if (st == PF_OK) st = histogram_tflite(m, t);
         if (st == PF_OK) st = pf_ir_from_tflite(t, &m->graph);
+        if (st == PF_OK && m->graph) st = try_symbolic_batch(m, t, &optimised);
         pf_tflite_close(&t);
     } else {
         pf_onnx_model *o = NULL;
@@ -254,7 +316,7 @@ static pf_status load_common(const char *path, const void *data, size_t size, co
     }
     if (st == PF_OK && !m->graph)
         st = pf_set_error(PF_ERR_INTERNAL, "%s: the importer returned no graph", name);
-    if (st == PF_OK) st = model_finish(m);
+    if (st == PF_OK) st = optimised ? build_io(m) : model_finish(m);
     if (st) goto fail;
     *out = m;
     return PF_OK;

@@ -49,14 +49,19 @@ bool pf_timp_dtype(int t, pf_ir_dtype *out)
     }
 }
 
+bool pf_timp_batched(const pf_timp *c, int t)
+{
+    const pf_tfl_tensor *tt = &c->sg->tensors[t];
+    if (!c->g->batch_symbol || tt->ndim < 1) return false;
+    if (tt->shape_signature && tt->shape_signature[0] < 0) return true;
+    return c->batch_all && !c->slots[t].cdata && tt->shape[0] == 1;
+}
+
 int pf_timp_shape(const pf_timp *c, int t, int64_t *dims)
 {
     const pf_tfl_tensor *tt = &c->sg->tensors[t];
-    for (int d = 0; d < tt->ndim && d < PF_IR_MAX_RANK; d++) {
-        dims[d] = tt->shape[d];
-        if (d == 0 && tt->shape_signature && tt->shape_signature[0] < 0 && c->g->batch_symbol)
-            dims[d] = PF_IR_DIM_BATCH;
-    }
+    for (int d = 0; d < tt->ndim && d < PF_IR_MAX_RANK; d++) dims[d] = tt->shape[d];
+    if (tt->ndim > 0 && pf_timp_batched(c, t)) dims[0] = PF_IR_DIM_BATCH;
     return tt->ndim;
 }
 
@@ -257,8 +262,9 @@ static pf_status setup_inputs(pf_timp *c)
     for (int i = 0; i < sg->n_inputs; i++) {
         int t = sg->inputs[i];
         const pf_tfl_tensor *tt = &sg->tensors[t];
-        if (tt->shape_signature && tt->ndim > 0 && tt->shape_signature[0] < 0 &&
-            !c->g->batch_symbol && !(c->g->batch_symbol = strdup("batch")))
+        bool batch = (tt->shape_signature && tt->ndim > 0 && tt->shape_signature[0] < 0) ||
+                     (c->batch_all && tt->ndim > 0 && tt->shape[0] == 1);
+        if (batch && !c->g->batch_symbol && !(c->g->batch_symbol = strdup("batch")))
             return pf_set_error(PF_ERR_NOMEM, "%s: out of memory", c->m->name);
         for (int d = 1; tt->shape_signature && d < tt->ndim; d++)
             if (tt->shape_signature[d] < 0)
@@ -343,7 +349,7 @@ static pf_status import_subgraph(pf_timp *c)
     return pf_ir_infer_shapes(c->g);
 }
 
-pf_status pf_ir_from_tflite(const pf_tflite *m, pf_ir_graph **out)
+static pf_status from_tflite(const pf_tflite *m, bool batch_all, pf_ir_graph **out)
 {
     if (!out) return pf_set_error(PF_ERR_INVALID, "pf_ir_from_tflite: out is NULL");
     *out = NULL;
@@ -355,6 +361,7 @@ pf_status pf_ir_from_tflite(const pf_tflite *m, pf_ir_graph **out)
     c.m = m;
     c.sg = &m->subgraphs[0];
     c.op_index = -1;
+    c.batch_all = batch_all;
     pf_status st = pf_ir_graph_create(m->name, &c.g);
     if (st != PF_OK) return st;
     c.slots = calloc(c.sg->n_tensors > 0 ? (size_t)c.sg->n_tensors : 1, sizeof *c.slots);
@@ -370,4 +377,14 @@ pf_status pf_ir_from_tflite(const pf_tflite *m, pf_ir_graph **out)
     }
     *out = c.g;
     return PF_OK;
+}
+
+pf_status pf_ir_from_tflite(const pf_tflite *m, pf_ir_graph **out)
+{
+    return from_tflite(m, false, out);
+}
+
+pf_status pf_ir_from_tflite_batched(const pf_tflite *m, pf_ir_graph **out)
+{
+    return from_tflite(m, true, out);
 }

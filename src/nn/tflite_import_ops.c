@@ -447,9 +447,7 @@ static pf_status convert_reshape(pf_timp *c, const pf_tfl_operator *op)
     }
     a.reshape.n = n;
     /* A symbolic batch stays symbolic: copy dim 0 instead of the file's 1. */
-    const pf_tfl_tensor *xt = &c->sg->tensors[x];
-    if (c->g->batch_symbol && n > 0 && xt->shape_signature && xt->shape_signature[0] < 0 &&
-        (a.reshape.shape[0] == 1 || a.reshape.shape[0] == -1))
+    if (n > 0 && pf_timp_batched(c, x) && (a.reshape.shape[0] == 1 || a.reshape.shape[0] == -1))
         a.reshape.shape[0] = 0;
     TRY(pf_timp_value(c, x, &v));
     if (rank_of(c, x) == 4) TRY(pf_timp_transpose(c, v, pf_timp_to_nhwc, &v));

@@ -28,6 +28,8 @@ typedef struct pf_timp {
     pf_ir_graph *g;
     pf_timp_slot *slots; /* one per tensor */
     int op_index;        /* operator being converted, for messages */
+    bool batch_all;      /* every runtime tensor with dim 0 == 1 has the symbolic batch
+                          * (pf_ir_from_tflite_batched) */
 } pf_timp;
 
 /* "model.tflite: operator 12 (CONV_2D) -> 'name': <fmt>" with st. */
@@ -37,6 +39,9 @@ bool pf_timp_dtype(int tfl_type, pf_ir_dtype *out);
 /* The file's shape of tensor t (batch as PF_IR_DIM_BATCH when its signature says
  * -1) into dims; returns the rank. */
 int pf_timp_shape(const pf_timp *c, int t, int64_t *dims);
+/* True when dim 0 of tensor t is the symbolic batch: its signature says -1,
+ * or (batch_all) it is a runtime tensor whose file dim 0 is 1. */
+bool pf_timp_batched(const pf_timp *c, int t);
 /* Tensor t as an IR value in IR layout (constants materialised on first use). */
 pf_status pf_timp_value(pf_timp *c, int t, int *id);
 /* Tensor t (rank <= 4) as a rank-4 NCHW value, NHWC broadcasting rules kept:
@@ -57,6 +62,14 @@ pf_status pf_timp_node_out(pf_timp *c, pf_ir_op op, const int *in, int n_in,
                            const pf_ir_attr *attr, int t, int *node_id);
 /* TRANSPOSE of v by perm (rank 4) into a fresh value. */
 pf_status pf_timp_transpose(pf_timp *c, int v, const int64_t *perm, int *out);
+
+/* Like pf_ir_from_tflite, for a model whose inputs all have a fixed batch of
+ * 1: every runtime tensor's leading 1 becomes the symbolic batch and RESHAPE
+ * targets starting with 1 (or -1) copy dim 0 instead. The result is only a
+ * candidate: the caller must check that it specialises at batch > 1 with
+ * every output's dim 0 equal to the batch (model.c does), since a model may
+ * move its batch elsewhere. */
+pf_status pf_ir_from_tflite_batched(const pf_tflite *m, pf_ir_graph **out);
 
 /* Per-operator conversion (tflite_import_ops.c). */
 pf_status pf_timp_convert_op(pf_timp *c, const pf_tfl_operator *op);

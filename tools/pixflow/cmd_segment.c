@@ -6,8 +6,11 @@
  *
  * Throughput mode (default) batches preprocess and inference (--batch) and
  * lets every edge block, so nothing is dropped; --latency runs batch 1 with
- * edges of capacity 2: the lowest per-frame latency, still without drops
- * (a file is processed completely). On video the masks are smoothed over
+ * one frame in flight (the reader waits for the writer): the per-frame
+ * latency without queueing, still without drops (a file is processed
+ * completely). On a GPU, NVDEC decodes elementary streams into device
+ * memory; -o null drops the composited frames instead of encoding them on
+ * the CPU, so a run measures the GPU chain. On video the masks are smoothed over
  * time (--smooth). Progress goes to stderr (a bar on a terminal, a line a
  * second otherwise); the summary to stdout, or to stderr when the video
  * itself goes to stdout (-o -). SIGINT/SIGTERM cancel the pipeline; the
@@ -27,16 +30,18 @@
 #define SEG_EXIT_INTERRUPTED 130
 
 static const cli_option seg_options[] = {
-    {"output", "PATH", "output file or directory (also -o); '-' = Y4M on stdout"},
+    {"output", "PATH", "output file or directory (also -o); '-' = Y4M on stdout; 'null' = "
+               "composite but write nothing (benchmarks)"},
     {"background", "BG", "blur (default), #RRGGBB, an image file, or none"},
     {"mask-out", "PATH", "also write 8-bit masks: a directory or a file"},
     {"alpha", NULL, "RGBA output (PNG, or .mov/.mkv/.webm video) with the mask as alpha"},
     {"model", "MODEL", "selfie (default), landscape, or a model file path"},
     {"device", "SPEC", "auto, cpu, cuda, cuda:N (default: $PIXFLOW_DEVICE or auto)"},
-    {"batch", "N", "frames per inference batch in throughput mode (default 8 CPU, 16 GPU)"},
+    {"batch", "N", "frames per inference batch in throughput mode (default 8 CPU, 64 GPU)"},
     {"latency", NULL, "one frame at a time: lowest per-frame latency"},
     {"smooth", "A", "temporal smoothing of video masks, weight of the new mask (0.6; 1 = off)"},
     {"trace", "FILE", "write a Chrome/Perfetto trace of the run to FILE"},
+    {"stats", NULL, "print the per-stage breakdown (items/s, busy, time per call, batch)"},
     {"json", NULL, "print the summary as one JSON object"},
     {"quiet", NULL, "no progress"},
     {"help", NULL, "show this help"},
@@ -48,7 +53,8 @@ static void seg_usage(FILE *f)
     fprintf(f,
             "usage: pixflow segment INPUT... [-o OUTPUT] [--background blur|#RRGGBB|IMAGE|none]\n"
             "                       [--mask-out PATH] [--alpha] [--model MODEL] [--device SPEC]\n"
-            "                       [--batch N | --latency] [--trace FILE] [--json] [--quiet]\n\n"
+            "                       [--batch N | --latency] [--trace FILE] [--stats] [--json]\n"
+            "                       [--quiet]\n\n"
             "Finds the people in a video or images and replaces the background.\n"
             "INPUT: a video file (Y4M; other containers when built with FFmpeg), '-' for Y4M\n"
             "on stdin, an image (PNG/JPEG), a directory of images, or a glob ('shots/*.jpg').\n"
@@ -56,6 +62,12 @@ static void seg_usage(FILE *f)
             "for Y4M input or without FFmpeg; .mov with --alpha), stdout for stdin, and the\n"
             "directory 'segmented' for several images. The model is found in $PIXFLOW_MODELS,\n"
             "the source tree of this program, or the current directory (node_modules/).\n\n"
+            "On a GPU an H.264/HEVC elementary stream (.h264/.hevc) is decoded by NVDEC and\n"
+            "frames stay in device memory up to the output. Writing a video encodes on the\n"
+            "CPU (libx264: tens to a few hundred 1080p frames/s), so to measure the GPU\n"
+            "chain use '-o null': every frame is still decoded, segmented and composited,\n"
+            "then dropped (masks are still written with --mask-out). --latency runs batch\n"
+            "1 with one frame in flight; its p50/p99 are decode -> composite done.\n\n"
             "options:\n");
     cli_print_options(f, seg_options);
     fprintf(f, "\nexit status: 0 all done; 1 a failure, or some images could not be read or\n"
@@ -193,8 +205,10 @@ static pf_status add_builtin(pf_pipeline *p, const char *type, const char *name,
     pf_status st = pf_stage_builtin(type, &cfg, &d);
     if (st != PF_OK) return st;
     if (batch > 1) {
+        /* Long enough for a batch to fill when the decoder hiccups: every
+         * new batch size costs the executor a plan (and a CUDA graph). */
         d.batch.max_batch = batch;
-        d.batch.max_delay_us = 2000;
+        d.batch.max_delay_us = 10000;
     }
     st = pf_pipeline_add_stage(p, &d, out);
     if (st != PF_OK) d.destroy(d.user);
@@ -208,8 +222,13 @@ static pf_status build(seg_job *job, const seg_run *r, pf_pipeline **out, char *
     bool gpu = r->dev && pf_device_get_type(r->dev) == PF_DEVICE_CUDA;
     pf_pipeline_params pp = pf_pipeline_params_default();
     pp.name = "segment";
+    /* Latency: custom mode with batch 1 and the reader's gate (one frame in
+     * flight), not PF_MODE_LATENCY, whose latest_only edges would drop
+     * frames of a file that is read faster than it is processed. */
     pp.mode = r->latency ? PF_MODE_CUSTOM : PF_MODE_THROUGHPUT;
     pp.trace_path = r->trace;
+    if (r->trace && job->info.frame_count > 0)
+        pp.trace_max_events = (size_t)job->info.frame_count * 24 + 65536;
     pf_pipeline *p = NULL;
     pf_status st = pf_pipeline_create(&pp, &p);
     if (st != PF_OK) {
@@ -224,14 +243,18 @@ static pf_status build(seg_job *job, const seg_run *r, pf_pipeline **out, char *
     pf_stage_param pre_kv[] = {{"width", w, 0}, {"height", h, 0},
                                {"layout", job->model_nhwc ? "nhwc" : "nchw", 0},
                                {"dtype", gpu ? "f16" : "f32", 0}};
-    pf_stage_param inf_kv[] = {{"model", job->model, 0}, {"precision", gpu ? "fp16" : "fp32", 0}};
+    /* Latency mode plans batch 1 (and captures its CUDA graph) at start, so
+     * the first frame's latency is not a plan's. */
+    pf_stage_param inf_kv[] = {{"model", job->model, 0},
+                               {"precision", gpu ? "fp16" : "fp32", 0},
+                               {"reserve", r->latency ? "true" : "false", 0}};
     pf_stage_param post_kv[] = {{"alpha", alpha, 0}, {"size", "frame", 0}};
     pf_stage *s[6] = {NULL};
     st = seg_add_source(p, job, &s[0]);
     if (st == PF_OK)
         st = add_builtin(p, "ops.preprocess", "preprocess", r->dev, pre_kv, 4, r->batch, &s[1]);
     if (st == PF_OK)
-        st = add_builtin(p, "nn.infer", "infer", r->dev, inf_kv, 2, r->batch, &s[2]);
+        st = add_builtin(p, "nn.infer", "infer", r->dev, inf_kv, 3, r->batch, &s[2]);
     /* The mask goes to the frame's size only when it is written out;
      * composite samples the model's mask at every pixel anyway. */
     if (st == PF_OK)
@@ -304,7 +327,7 @@ static void progress_update(seg_job *job, progress *pg)
 /* Summary --------------------------------------------------------------------------------------- */
 
 typedef struct summary {
-    long long frames, failed, dropped, corrupt;
+    long long frames, failed, dropped, corrupt, transfers;
     double elapsed_s, fps, p50_ms, p99_ms;
     char busiest[64];          /* "" when unknown (copied: stats die with the pipeline) */
     double busiest_busy;
@@ -321,6 +344,7 @@ static void gather(seg_job *job, pf_pipeline *p, double elapsed_s, summary *s)
     pf_pipeline_stats ps;
     if (pf_pipeline_get_stats(p, &ps) == PF_OK) {
         s->dropped = (long long)ps.dropped;
+        s->transfers = (long long)ps.transfers;
         s->p50_ms = ps.e2e_p50_us / 1000.0;
         s->p99_ms = ps.e2e_p99_us / 1000.0;
         if (ps.bottleneck >= 0 && ps.bottleneck < ps.num_stages) {
@@ -339,7 +363,8 @@ static void print_text(FILE *f, const seg_job *job, const seg_run *r, const summ
 {
     const pf_device_props *dp = r->dev ? pf_device_props_get(r->dev) : NULL;
     fprintf(f, "pixflow segment: %s -> %s (%s)\n", job->input_label,
-            strcmp(job->output, "-") ? job->output : "<stdout>", s->status);
+            job->null_output ? "<null>" : strcmp(job->output, "-") ? job->output : "<stdout>",
+            s->status);
     if (job->kind == SEG_IMAGES)
         fprintf(f, "  frames    %lld of %d images (%lld failed)\n", s->frames, job->num_inputs,
                 s->failed);
@@ -349,6 +374,8 @@ static void print_text(FILE *f, const seg_job *job, const seg_run *r, const summ
     fprintf(f, "  latency   p50 %.2f ms, p99 %.2f ms per frame (%s, batch %d)\n", s->p50_ms,
             s->p99_ms, r->latency ? "latency mode" : "throughput mode", r->batch);
     fprintf(f, "  drops     %lld (corrupt packets skipped: %lld)\n", s->dropped, s->corrupt);
+    fprintf(f, "  decode    %s\n", job->kind == SEG_VIDEO ? job->info.decoder : "images (CPU)");
+    fprintf(f, "  transfers %lld host<->device copies\n", s->transfers);
     fprintf(f, "  device    %s (%s)\n", r->dev ? pf_device_spec(r->dev) : "cpu",
             dp ? dp->name : "");
     fprintf(f, "  model     %s (%dx%d)\n", job->model, job->model_w, job->model_h);
@@ -375,6 +402,8 @@ static void print_json(FILE *f, const seg_job *job, const seg_run *r, const summ
     cli_json_double(&j, "latency_p99_ms", s->p99_ms);
     cli_json_int(&j, "dropped", s->dropped);
     cli_json_int(&j, "corrupt_packets", s->corrupt);
+    cli_json_int(&j, "transfers", s->transfers);
+    cli_json_string(&j, "decoder", job->kind == SEG_VIDEO ? job->info.decoder : NULL);
     cli_json_string(&j, "mode", r->latency ? "latency" : "throughput");
     cli_json_int(&j, "batch", r->batch);
     cli_json_string(&j, "device", r->dev ? pf_device_spec(r->dev) : "cpu");
@@ -386,7 +415,7 @@ static void print_json(FILE *f, const seg_job *job, const seg_run *r, const summ
 
 /* Command --------------------------------------------------------------------------------------- */
 
-static int run_job(seg_job *job, seg_run *r, bool json)
+static int run_job(seg_job *job, seg_run *r, bool json, bool stats)
 {
     pf_pipeline *p = NULL;
     char err[1024] = "";
@@ -414,6 +443,7 @@ static int run_job(seg_job *job, seg_run *r, bool json)
     if (st != PF_OK && !interrupted) seg_error(job, "%s", err);
     summary s;
     gather(job, p, elapsed, &s);
+    if (stats) pf_pipeline_print_stats(p, strcmp(job->output, "-") ? stdout : stderr);
     pf_pipeline_destroy(&p); /* closes the writers, writes the trace */
     bool failed = st != PF_OK || atomic_load(&job->write_failed);
     s.status = interrupted ? "interrupted" : failed ? "failed" : "done";
@@ -480,13 +510,20 @@ int cmd_segment(int argc, char **argv)
         return st == PF_ERR_INVALID ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
     }
     bool gpu = pf_device_get_type(r.dev) == PF_DEVICE_CUDA;
-    r.batch = r.latency ? 1 : batch ? (int)batch : gpu ? 16 : 8;
+    r.batch = r.latency ? 1 : batch ? (int)batch : gpu ? 64 : 8;
+    job.dev = r.dev;
+    job.gate = r.latency;
+    const char *out_arg = cli_value(seg_options, &a, "output");
+    job.null_output = out_arg && !strcmp(out_arg, "null");
+    pthread_mutex_init(&job.gate_mu, NULL);
+    pthread_cond_init(&job.gate_cv, NULL);
     rc = CLI_EXIT_FAIL;
     if (seg_find_model(&job, cli_value(seg_options, &a, "model")) && read_model(&job) &&
         seg_collect_inputs(&job, a.positional, a.positional_count) &&
-        seg_plan_outputs(&job, cli_value(seg_options, &a, "output"),
-                         cli_value(seg_options, &a, "mask-out")))
-        rc = run_job(&job, &r, json);
+        seg_plan_outputs(&job, out_arg, cli_value(seg_options, &a, "mask-out")))
+        rc = run_job(&job, &r, json, cli_flag(seg_options, &a, "stats"));
     seg_job_free(&job);
+    pthread_mutex_destroy(&job.gate_mu);
+    pthread_cond_destroy(&job.gate_cv);
     return rc;
 }

@@ -177,8 +177,15 @@ static bool open_video(seg_job *job, const char *path)
     job->kind = SEG_VIDEO;
     pf_video_reader_params rp = pf_video_reader_params_default();
     rp.path = path;
-    /* Frames wait in the pipeline's queues and batches: enough of them. */
-    rp.pool_size = 160;
+    /* Frames wait in the pipeline's queues and batches: enough of them
+     * (two batches of 64 and the queues; latency mode holds one). */
+    rp.pool_size = job->gate ? 8 : 160;
+    /* On a GPU, NVDEC where the input allows it (an H.264/HEVC elementary
+     * stream): NV12 frames in device memory, never on the host. */
+    if (job->dev && pf_device_get_type(job->dev) == PF_DEVICE_CUDA) {
+        rp.device = job->dev;
+        rp.prefer_device = true;
+    }
     if (pf_video_reader_create(&rp, &job->reader) != PF_OK) {
         seg_error(job, "%s", pf_last_error());
         return false;
@@ -284,7 +291,9 @@ bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg)
     char st[512];
     if (job->kind == SEG_IMAGES) {
         bool several = job->num_inputs > 1;
-        if (out_arg) {
+        if (job->null_output) {
+            snprintf(job->output, sizeof job->output, "null");
+        } else if (out_arg) {
             snprintf(job->output, sizeof job->output, "%s", out_arg);
             job->output_is_dir = names_dir(out_arg, several);
             if (several && !job->output_is_dir) {
@@ -300,7 +309,8 @@ bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg)
             snprintf(job->output, sizeof job->output, "%s_seg%s", st,
                      job->alpha || !ext[0] ? ".png" : ext);
         }
-        if (!job->output_is_dir && job->alpha && !ieq(extension(job->output), ".png")) {
+        if (!job->null_output && !job->output_is_dir && job->alpha &&
+            !ieq(extension(job->output), ".png")) {
             seg_error(job, "-o %s: --alpha writes RGBA, which needs a .png file", job->output);
             return false;
         }
@@ -318,11 +328,17 @@ bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg)
     }
     /* Video. */
     bool from_stdin = !strcmp(job->inputs[0], "-");
+    if (job->null_output) {
+        snprintf(job->output, sizeof job->output, "null");
+        out_arg = NULL;
+    }
     if (out_arg && strcmp(out_arg, "-") != 0 && names_dir(out_arg, false)) {
         seg_error(job, "-o %s: a video is written to a file (or '-'), not a directory", out_arg);
         return false;
     }
-    if (out_arg) {
+    if (job->null_output) {
+        /* nothing written but masks */
+    } else if (out_arg) {
         snprintf(job->output, sizeof job->output, "%s", out_arg);
     } else if (from_stdin) {
         snprintf(job->output, sizeof job->output, "-");
@@ -334,7 +350,7 @@ bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg)
                               : ".mp4";
         snprintf(job->output, sizeof job->output, "%s_seg%s", st, ext);
     }
-    if (job->alpha) {
+    if (job->alpha && !job->null_output) {
         const char *ext = extension(job->output);
         if (!ieq(ext, ".mov") && !ieq(ext, ".mkv") && !ieq(ext, ".webm")) {
             seg_error(job, "-o %s: --alpha on video needs a container and codec that store "

@@ -6,6 +6,7 @@
 #ifndef PF_TOOLS_SEGMENT_JOB_H
 #define PF_TOOLS_SEGMENT_JOB_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -28,8 +29,9 @@ typedef struct seg_job {
     char **inputs;              /* images: the files; video: one path ("-" = stdin) */
     int num_inputs;
     const char *input_label;    /* for messages and the summary */
-    char output[SEG_PATH_MAX];  /* a file, a directory (images), or "-" */
+    char output[SEG_PATH_MAX];  /* a file, a directory (images), "-", or "null" */
     bool output_is_dir;
+    bool null_output;           /* -o null: composite, then drop (benchmarks) */
     char mask_out[SEG_PATH_MAX];/* "" = none */
     bool mask_is_dir;
     bool alpha;
@@ -41,6 +43,12 @@ typedef struct seg_job {
     int model_w, model_h;       /* input size */
     bool model_nhwc;
     bool quiet;
+    pf_device *dev;             /* where the device stages run (NVDEC decodes there) */
+    /* latency mode: one frame in flight (the reader waits for the writer) */
+    bool gate;
+    pthread_mutex_t gate_mu;
+    pthread_cond_t gate_cv;
+    int in_flight;
     /* video */
     pf_video_reader *reader;
     pf_video_info info;
@@ -85,11 +93,15 @@ void seg_error(seg_job *job, const char *fmt, ...)
 
 typedef struct seg_stages seg_stages;
 
-/* Adds the reader (a source on the CPU), and returns through *src. */
+/* Adds the reader, and returns through *src: on the CPU, or on job->dev when
+ * the video reader decodes there (NVDEC; frames stay in device memory). */
 pf_status seg_add_source(pf_pipeline *p, seg_job *job, pf_stage **src);
 /* Adds the compositor on `dev` (an image background is uploaded there). */
 pf_status seg_add_composite(pf_pipeline *p, seg_job *job, pf_device *dev, pf_stage **out);
-/* Adds the writer (a sink on the CPU): outputs, masks, counting. */
+/* Adds the writer: outputs, masks, counting; on the CPU, except for -o null
+ * without masks on a GPU, where it only waits for the device work (so
+ * nothing is downloaded). Either way an item counts as done once its
+ * composite is complete, and in latency mode the next frame is let in. */
 pf_status seg_add_sink(pf_pipeline *p, seg_job *job, pf_stage **out);
 
 #endif

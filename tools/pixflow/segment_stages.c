@@ -10,14 +10,49 @@
  * uploaded once to the stage's device. The writer encodes the composited
  * frames (a video writer or one image file per input) and the masks as
  * 8-bit images or a gray video. The runtime moves frames between the CPU
- * stages and device stages (counted transfers). */
+ * stages and device stages (counted transfers).
+ *
+ * On a GPU with NVDEC decode the reader is a device stage (its frames are
+ * NV12 in device memory), so preprocess, inference, mask and composite
+ * never see host memory; with -o null and no masks the writer is a device
+ * stage too and the run makes no transfer at all.
+ *
+ * Latency mode lets one frame in at a time: the reader waits until the
+ * writer has finished the previous frame and stamps the new one before it
+ * decodes it, so the pipeline's end-to-end figure is decode -> composite
+ * done (written, with an output) without queueing. The wait gives up after
+ * a second so that a frame lost to an error cannot hang the reader. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "segment_job.h"
+
+/* Latency gate ------------------------------------------------------------------------------ */
+
+static void gate_enter(seg_job *job)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 1;
+    pthread_mutex_lock(&job->gate_mu);
+    while (job->in_flight > 0)
+        if (pthread_cond_timedwait(&job->gate_cv, &job->gate_mu, &until) == ETIMEDOUT) break;
+    job->in_flight++;
+    pthread_mutex_unlock(&job->gate_mu);
+}
+
+static void gate_leave(seg_job *job, int n)
+{
+    pthread_mutex_lock(&job->gate_mu);
+    job->in_flight = job->in_flight > n ? job->in_flight - n : 0;
+    pthread_cond_signal(&job->gate_cv);
+    pthread_mutex_unlock(&job->gate_mu);
+}
 
 /* Reader ------------------------------------------------------------------------------------ */
 
@@ -31,9 +66,15 @@ static pf_status source_fn(void *user, pf_stage_ctx *ctx, pf_item *out)
     (void)ctx;
     seg_source *s = user;
     seg_job *job = s->job;
+    if (job->gate) {
+        gate_enter(job);
+        out->t_source_ns = pf_time_ns();
+    }
     if (job->kind == SEG_VIDEO) {
         /* A broken stream stops the run; the reader's message names the file. */
-        return pf_video_reader_read(job->reader, &out->frame);
+        pf_status st = pf_video_reader_read(job->reader, &out->frame);
+        if (st != PF_OK && job->gate) gate_leave(job, 1);
+        return st;
     }
     while (s->next < job->num_inputs) {
         int i = s->next++;
@@ -46,6 +87,7 @@ static pf_status source_fn(void *user, pf_stage_ctx *ctx, pf_item *out)
         seg_error(job, "%s (skipped)", pf_last_error());
         atomic_fetch_add(&job->images_failed, 1);
     }
+    if (job->gate) gate_leave(job, 1);
     return PF_EOF;
 }
 
@@ -59,6 +101,10 @@ pf_status seg_add_source(pf_pipeline *p, seg_job *job, pf_stage **src)
     d.source = source_fn;
     d.destroy = free;
     d.user = s;
+    if (job->info.hw_decode && job->dev) {
+        d.device = job->dev;
+        d.produces = PF_MEM_DEVICE;
+    }
     pf_status st = pf_pipeline_add_stage(p, &d, src);
     if (st != PF_OK) free(s);
     return st;
@@ -179,6 +225,7 @@ pf_status seg_add_composite(pf_pipeline *p, seg_job *job, pf_device *dev, pf_sta
 
 typedef struct seg_sink {
     seg_job *job;
+    bool device;             /* -o null without masks on a GPU: a device stage */
     pf_video_writer *w, *mask_w;
     pf_frame gray;           /* the 8-bit mask, reused while the size stays */
     int64_t masks;           /* masks written (video: the frame number) */
@@ -289,14 +336,18 @@ static pf_status write_mask(seg_sink *s, const pf_item *it, int image)
 
 static pf_status sink_process(void *user, pf_stage_ctx *ctx, pf_item *items, int n)
 {
-    (void)ctx;
     seg_sink *s = user;
     seg_job *job = s->job;
     pf_status st = PF_OK;
+    /* A device sink (-o null): done means the stream has passed the
+     * composite, whose event the runtime made this stream wait for. */
+    if (s->device) st = pf_stream_synchronize(pf_stage_stream(ctx));
     for (int i = 0; i < n && st == PF_OK; i++) {
         const pf_item *it = &items[i];
         int image = (int)(intptr_t)it->user;
-        if (job->kind == SEG_VIDEO) {
+        if (job->null_output) {
+            /* composited; nothing to write */
+        } else if (job->kind == SEG_VIDEO) {
             if (!s->w) st = open_writer(job, job->output, &it->frame, job->alpha, &s->w);
             if (st == PF_OK) st = pf_video_writer_write(s->w, &it->frame);
         } else {
@@ -311,6 +362,7 @@ static pf_status sink_process(void *user, pf_stage_ctx *ctx, pf_item *items, int
         if (st == PF_OK) atomic_fetch_add(&job->frames_done, 1);
     }
     for (int i = 0; i < n; i++) pf_item_unref(&items[i]);
+    if (job->gate) gate_leave(job, n);
     return st;
 }
 
@@ -325,6 +377,12 @@ pf_status seg_add_sink(pf_pipeline *p, seg_job *job, pf_stage **out)
     d.stop = sink_stop;
     d.destroy = sink_destroy;
     d.user = s;
+    if (job->null_output && !job->mask_out[0] && job->dev &&
+        pf_device_get_type(job->dev) == PF_DEVICE_CUDA) {
+        s->device = true;
+        d.device = job->dev;
+        d.accepts = d.produces = PF_MEM_DEVICE;
+    }
     pf_status st = pf_pipeline_add_stage(p, &d, out);
     if (st != PF_OK) free(s);
     return st;

@@ -22,16 +22,19 @@
  *   bytes, same form). Nothing is allocated while running.
  * - I/O: a run copies the caller's inputs into the plan's input buffers
  *   (converting dtype and layout) and the plan's outputs into the caller's
- *   tensors, inside the same stream order, so a graph captures the whole
- *   run, those two copies included.
+ *   tensors on the caller's stream; the steps in between touch plan-owned
+ *   memory only.
  * - CUDA graphs: the first run of a plan is eager (it loads modules and lets
- *   cuDNN/cuBLAS initialise); the next run captures the whole plan,
- *   instantiates it and launches it. Later runs replay it as long as the
- *   caller's input/output pointers and dtypes equal the captured ones (the
- *   common case: the same tensors every frame). When they change the run is
- *   captured again and the executable graph is updated in place
- *   (cudaGraphExecUpdate; re-instantiated if the update is refused). A
- *   capture that fails marks the plan eager-only.
+ *   cuDNN/cuBLAS initialise); the next run captures the steps (not the I/O
+ *   copies) on the plan's private stream and instantiates the graph once.
+ *   Every later run copies the inputs on the caller's stream, launches the
+ *   graph on the private stream after an event, and copies the outputs on
+ *   the caller's stream after another: one capture per plan whatever
+ *   tensors the caller passes (pipelines hand a new buffer every frame).
+ *   Capturing on the caller's stream was wrong in pipelines: another thread
+ *   recording an event there during the capture (the caching allocator
+ *   does) had it swallowed into the graph. A capture that fails marks the
+ *   plan eager-only.
  * - Residual fusion: a conv whose only reader is an Add (+ ReLU) of a
  *   same-shape, same-layout value computed before the conv writes the
  *   Add's output itself (cuDNN's fused call with z; residual_add says when
@@ -84,8 +87,10 @@ typedef struct plan {
     bool uncapturable;
     int64_t runs;
     int graphs;
-    void **cap_ptr;             /* inputs then outputs, as captured */
-    int *cap_dt;
+    /* The graph runs on the plan's own stream, joined to the caller's by
+     * events (see "CUDA graphs" above). */
+    cudaStream_t gstream;
+    cudaEvent_t ev_in, ev_done;
     cudaEvent_t ev0, ev1;
     bool timed;
 } plan;
@@ -459,12 +464,13 @@ static void plan_destroy(void *vc, void *vp)
     if (p->exec) cudaGraphExecDestroy(p->exec);
     if (p->ev0) cudaEventDestroy(p->ev0);
     if (p->ev1) cudaEventDestroy(p->ev1);
+    if (p->ev_in) cudaEventDestroy(p->ev_in);
+    if (p->ev_done) cudaEventDestroy(p->ev_done);
+    if (p->gstream) cudaStreamDestroy(p->gstream);
     pf_buffer_unref(&p->mem);
     free(p->steps);
     free(p->vin);
     free(p->vout);
-    free(p->cap_ptr);
-    free(p->cap_dt);
     free(p);
 }
 
@@ -716,9 +722,7 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
     }
     p->vin = calloc((size_t)g->n_inputs + 1, sizeof *p->vin);
     p->vout = calloc((size_t)g->n_outputs + 1, sizeof *p->vout);
-    p->cap_ptr = calloc((size_t)(g->n_inputs + g->n_outputs) + 1, sizeof *p->cap_ptr);
-    p->cap_dt = calloc((size_t)(g->n_inputs + g->n_outputs) + 1, sizeof *p->cap_dt);
-    if (!p->vin || !p->vout || !p->cap_ptr || !p->cap_dt) {
+    if (!p->vin || !p->vout) {
         st = pf_set_error(PF_ERR_NOMEM, "nn cuda: out of host memory planning");
         goto done;
     }
@@ -726,7 +730,10 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
     for (int k = 0; k < g->n_outputs; k++) p->vout[k] = vt[g->outputs[k]];
     ce = cudaEventCreate(&p->ev0);
     if (ce == cudaSuccess) ce = cudaEventCreate(&p->ev1);
-    if (ce != cudaSuccess) st = cu_fail(ce, "cudaEventCreate");
+    if (ce == cudaSuccess) ce = cudaEventCreateWithFlags(&p->ev_in, cudaEventDisableTiming);
+    if (ce == cudaSuccess) ce = cudaEventCreateWithFlags(&p->ev_done, cudaEventDisableTiming);
+    if (ce == cudaSuccess) ce = cudaStreamCreateWithFlags(&p->gstream, cudaStreamNonBlocking);
+    if (ce != cudaSuccess) st = cu_fail(ce, "cudaEventCreate/cudaStreamCreate");
 
 done:
     pf_ir_mem_plan_free(&mp);
@@ -783,13 +790,11 @@ static pf_status run_step(pf_cux_ctx *c, plan *p, step *s, cudaStream_t cs)
     }
 }
 
-/* The whole run in stream order. With `times`, events around each node. */
-static pf_status run_eager(pf_cux_ctx *c, plan *p, cudaStream_t cs, const pf_tensor *in,
-                           pf_tensor *out, cudaEvent_t *evs)
+/* The caller's inputs into the plan's input buffers (dtype and layout
+ * conversion), on the caller's stream. */
+static pf_status copy_inputs(plan *p, cudaStream_t cs, const pf_tensor *in)
 {
-    const pf_ir_graph *g = p->g;
-    pf_status st;
-    for (int k = 0; k < g->n_inputs; k++) {
+    for (int k = 0; k < p->g->n_inputs; k++) {
         pf_nn_cu_tensor u = user_tensor(&in[k]);
         if (u.ndim != p->vin[k].ndim) {
             /* A rank mismatch exec.c let through (a scalar as [1]): view the
@@ -798,50 +803,77 @@ static pf_status run_eager(pf_cux_ctx *c, plan *p, cudaStream_t cs, const pf_ten
             memcpy(u.dims, p->vin[k].dims, sizeof u.dims);
             set_strides(&u, false);
         }
-        st = pf_nn_cuda_copy(&u, &p->vin[k], cs);
+        pf_status st = pf_nn_cuda_copy(&u, &p->vin[k], cs);
         if (st != PF_OK) return st;
     }
-    for (int q = 0; q < p->n_steps; q++) {
-        if (evs) cudaEventRecord(evs[2 * q], cs);
-        st = run_step(c, p, &p->steps[q], cs);
-        if (st != PF_OK) return st;
-        if (evs) cudaEventRecord(evs[2 * q + 1], cs);
-    }
-    for (int k = 0; k < g->n_outputs; k++) {
+    return PF_OK;
+}
+
+/* The plan's outputs into the caller's tensors, on the caller's stream. */
+static pf_status copy_outputs(plan *p, cudaStream_t cs, pf_tensor *out)
+{
+    for (int k = 0; k < p->g->n_outputs; k++) {
         pf_nn_cu_tensor u = user_tensor(&out[k]);
         if (u.ndim != p->vout[k].ndim) {
             u.ndim = p->vout[k].ndim;
             memcpy(u.dims, p->vout[k].dims, sizeof u.dims);
             set_strides(&u, false);
         }
-        st = pf_nn_cuda_copy(&p->vout[k], &u, cs);
+        pf_status st = pf_nn_cuda_copy(&p->vout[k], &u, cs);
         if (st != PF_OK) return st;
     }
     return PF_OK;
 }
 
-static bool io_matches(const plan *p, const pf_tensor *in, int n_in, const pf_tensor *out,
-                       int n_out)
+/* Every step, in stream order, on plan-owned memory only. With `evs`,
+ * events around each step. */
+static pf_status run_steps(pf_cux_ctx *c, plan *p, cudaStream_t cs, cudaEvent_t *evs)
 {
-    for (int k = 0; k < n_in; k++)
-        if (p->cap_ptr[k] != in[k].data || p->cap_dt[k] != (int)in[k].dtype) return false;
-    for (int k = 0; k < n_out; k++)
-        if (p->cap_ptr[n_in + k] != out[k].data || p->cap_dt[n_in + k] != (int)out[k].dtype)
-            return false;
-    return true;
+    for (int q = 0; q < p->n_steps; q++) {
+        if (evs) cudaEventRecord(evs[2 * q], cs);
+        pf_status st = run_step(c, p, &p->steps[q], cs);
+        if (st != PF_OK) return st;
+        if (evs) cudaEventRecord(evs[2 * q + 1], cs);
+    }
+    return PF_OK;
 }
 
-static pf_status capture(pf_cux_ctx *c, plan *p, cudaStream_t cs, const pf_tensor *in, int n_in,
-                         pf_tensor *out, int n_out)
+/* The whole run in stream order. With `evs`, events around each step. */
+static pf_status run_eager(pf_cux_ctx *c, plan *p, cudaStream_t cs, const pf_tensor *in,
+                           pf_tensor *out, cudaEvent_t *evs)
 {
+    pf_status st = copy_inputs(p, cs, in);
+    if (st == PF_OK) st = run_steps(c, p, cs, evs);
+    if (st == PF_OK) st = copy_outputs(p, cs, out);
+    return st;
+}
+
+/* Captures the steps on the plan's private stream. Private because the
+ * caller's stream is shared: in a pipeline another thread may record an
+ * event on it at any time (the caching allocator does, when a buffer is
+ * freed), and during a capture that record would become a graph node
+ * instead of happening, so the event would never complete. The cuDNN and
+ * cuBLAS handles follow the capture stream and are bound back after. */
+static pf_status capture(pf_cux_ctx *c, plan *p, cudaStream_t cs)
+{
+    pf_status st = bind_stream(c, p->gstream);
+    if (st != PF_OK) return st;
     cudaGraph_t graph = NULL;
-    cudaError_t e = cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal);
-    if (e != cudaSuccess) return cu_fail(e, "cudaStreamBeginCapture");
-    pf_status st = run_eager(c, p, cs, in, out, NULL);
-    e = cudaStreamEndCapture(cs, &graph);
+    cudaError_t e = cudaStreamBeginCapture(p->gstream, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) {
+        bind_stream(c, cs);
+        return cu_fail(e, "cudaStreamBeginCapture");
+    }
+    st = run_steps(c, p, p->gstream, NULL);
+    e = cudaStreamEndCapture(p->gstream, &graph);
+    pf_status bs = bind_stream(c, cs);
     if (st != PF_OK) {
         if (graph) cudaGraphDestroy(graph);
         return st;
+    }
+    if (bs != PF_OK) {
+        if (graph) cudaGraphDestroy(graph);
+        return bs;
     }
     if (e != cudaSuccess || !graph) {
         (void)cudaGetLastError();
@@ -849,35 +881,33 @@ static pf_status capture(pf_cux_ctx *c, plan *p, cudaStream_t cs, const pf_tenso
         p->uncapturable = true;
         return PF_AGAIN;
     }
-    if (p->exec) {
-        cudaGraphExecUpdateResultInfo info;
-        if (cudaGraphExecUpdate(p->exec, graph, &info) != cudaSuccess) {
-            (void)cudaGetLastError();
-            cudaGraphExecDestroy(p->exec);
-            p->exec = NULL;
-        }
-    }
-    if (!p->exec) {
-        e = cudaGraphInstantiate(&p->exec, graph, 0);
-        if (e != cudaSuccess) {
-            p->exec = NULL;
-            cudaGraphDestroy(graph);
-            (void)cudaGetLastError();
-            p->uncapturable = true;
-            return PF_AGAIN;
-        }
-    }
+    e = cudaGraphInstantiate(&p->exec, graph, 0);
     cudaGraphDestroy(graph);
+    if (e != cudaSuccess) {
+        p->exec = NULL;
+        (void)cudaGetLastError();
+        p->uncapturable = true;
+        return PF_AGAIN;
+    }
     p->graphs++;
-    for (int k = 0; k < n_in; k++) {
-        p->cap_ptr[k] = in[k].data;
-        p->cap_dt[k] = (int)in[k].dtype;
-    }
-    for (int k = 0; k < n_out; k++) {
-        p->cap_ptr[n_in + k] = out[k].data;
-        p->cap_dt[n_in + k] = (int)out[k].dtype;
-    }
     return PF_OK;
+}
+
+/* One replay: inputs copied on the caller's stream, the graph on the plan's
+ * stream after them, outputs copied on the caller's stream after the graph.
+ * The graph touches plan-owned memory only, so it is captured once per plan
+ * whatever tensors the caller passes. */
+static pf_status replay(plan *p, cudaStream_t cs, const pf_tensor *in, pf_tensor *out)
+{
+    pf_status st = copy_inputs(p, cs, in);
+    if (st != PF_OK) return st;
+    cudaError_t e = cudaEventRecord(p->ev_in, cs);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(p->gstream, p->ev_in, 0);
+    if (e == cudaSuccess) e = cudaGraphLaunch(p->exec, p->gstream);
+    if (e == cudaSuccess) e = cudaEventRecord(p->ev_done, p->gstream);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(cs, p->ev_done, 0);
+    if (e != cudaSuccess) return cu_fail(e, "cudaGraphLaunch (with its stream joins)");
+    return copy_outputs(p, cs, out);
 }
 
 static cudaStream_t stream_of(pf_cux_ctx *c, pf_stream *s)
@@ -896,13 +926,13 @@ static pf_status plan_run(void *vc, void *vp, pf_stream *stream, const pf_tensor
     cudaEventRecord(p->ev0, cs);
     bool launched = false;
     if (c->p.cuda_graphs && !p->uncapturable && p->runs > 0) {
-        if (!p->exec || !io_matches(p, in, n_in, out, n_out)) {
-            st = capture(c, p, cs, in, n_in, out, n_out);
+        if (!p->exec) {
+            st = capture(c, p, cs);
             if (st != PF_OK && st != PF_AGAIN) return st;
         }
         if (p->exec && !p->uncapturable) {
-            cudaError_t e = cudaGraphLaunch(p->exec, cs);
-            if (e != cudaSuccess) return cu_fail(e, "cudaGraphLaunch");
+            st = replay(p, cs, in, out);
+            if (st != PF_OK) return st;
             launched = true;
         }
     }
