@@ -13,6 +13,8 @@
 # Bench inputs (need the ffmpeg program):
 #   bench/vtest_1080p.mp4   1920x1080 H.264, 600 frames, from vtest.avi (looped)
 #   bench/vtest_1080p.h264  the same as an Annex B elementary stream (NVDEC input)
+#   bench/segment_1080p.h264  3000 frames (vtest looped 5 times), an IDR every 32
+#                           frames so NVDEC decoders can split it: the segment benchmark
 #   bench/equirect/eq_NNNN.jpg  N (default 240) 7680x3840 JPEGs of a moving test
 #                           pattern (ffmpeg's testsrc2), encoded by parallel ffmpeg runs
 set -euo pipefail
@@ -102,6 +104,13 @@ if [ "$force" = 1 ] || [ ! -s "$es" ]; then
   "${ff[@]}" -i "$v" -c:v copy -bsf:v h264_mp4toannexb -f h264 "$es.part"
   mv "$es.part" "$es"
   echo "fetch-media: $es"
+fi
+seg="$data/bench/segment_1080p.h264"
+if [ "$force" = 1 ] || [ ! -s "$seg" ]; then
+  "${ff[@]}" -stream_loop 4 -i "$v" -c:v libx264 -preset veryfast -crf 30 -g 32 -bf 2 \
+    -pix_fmt yuv420p -f h264 "$seg.part"
+  mv "$seg.part" "$seg"
+  echo "fetch-media: $seg"
 fi
 
 # Equirect JPEGs: only the missing indices, in a few parallel ffmpeg runs
