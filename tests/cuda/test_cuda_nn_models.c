@@ -27,6 +27,12 @@
 
 #define TOL_FP32 1e-4
 #define TOL_FP16 2e-2
+/* fp16 masks: a sigmoid output is steepest where the mask crosses 0.5, so
+ * the few pixels on the person's outline move most (measured on the H200:
+ * max 0.037-0.045 with 9-15 pixels of 65536 above 2e-2, mean 1e-4). The
+ * bound: max <= 6e-2 (test_nn_cuda's fp16 whole-model tolerance) and at
+ * most 0.1% of the pixels above 2e-2, plus the coverage check below. */
+#define TOL_FP16_MASK_MAX 6e-2
 #define RUNS 2
 
 static char g_root[1024];
@@ -236,7 +242,17 @@ static void check_selfie(const char *rel, int w, int h)
         CHECK(ran);
         for (int r = 0; ran && r < RUNS; r++) {
             err_stats e = compare(ref[0].data, got[r][0].data, n, 0, 1.0, tol);
-            report(rel, pi ? "fp16" : "fp32", r, e, tol);
+            if (pi) {
+                printf("    %-42s fp16 run %d: max abs err %.3g (at %lld), mean %.3g, %lld over "
+                       "%.0e (bound: max %.0e, <= 0.1%% over)\n",
+                       rel, r, e.max, (long long)e.at, e.mean, (long long)e.over, tol,
+                       TOL_FP16_MASK_MAX);
+                CHECK_EQ_INT(e.nonfinite, 0);
+                CHECK(e.max <= TOL_FP16_MASK_MAX);
+                CHECK(e.over * 1000 <= n);
+            } else {
+                report(rel, "fp32", r, e, tol);
+            }
             const double cov = coverage(got[r][0].data, n);
             printf("      coverage cpu %.4f cuda %.4f\n", cov_cpu, cov);
             CHECK(fabs(cov - cov_cpu) <= 0.01);
