@@ -2,10 +2,12 @@
  * test_data_set_N/{input,output}_K.pb, as in Debian's libonnx-testdata) and
  * compares the outputs.
  *
- * Each case runs in a child process (fork) unless --no-fork: a crash or a
- * hang (--timeout, default 120 s) in one case is reported as that case's
- * FAIL and the run goes on, so one broken kernel cannot hide the rest of the
- * suite. The child sends its verdict back through a pipe.
+ * On the CPU each case runs in a child process (fork) unless --no-fork: a
+ * crash or a hang (--timeout, default 120 s) in one case is reported as that
+ * case's FAIL and the run goes on, so one broken kernel cannot hide the rest
+ * of the suite. The child sends its verdict back through a pipe. On CUDA the
+ * cases run in this process: a CUDA context does not survive fork(), and the
+ * device check below has made one.
  *
  * Verdicts: PASS; SKIP when pixflow refuses the model or its data as
  * unsupported (PF_ERR_UNSUPPORTED: an op, attribute or dtype, named in the
@@ -53,7 +55,7 @@ static const cli_option test_options[] = {
     {"rtol", "R", "relative tolerance (default 1e-3 for fp32, 1e-2 for fp16)"},
     {"atol", "A", "absolute tolerance (default 1e-5 for fp32, 1e-3 for fp16)"},
     {"timeout", "S", "seconds per case before it counts as failed (default 120)"},
-    {"no-fork", NULL, "run cases in this process (a crash ends the run)"},
+    {"no-fork", NULL, "run cases in this process (a crash ends the run; always so on CUDA)"},
     {"quiet", NULL, "print only FAIL lines and the summary"},
     {"json", NULL, "print one JSON object (keys listed in cmd_model_test.c)"},
     {"help", NULL, "show this help"},
@@ -587,6 +589,7 @@ int cmd_model_test(int argc, char **argv)
         }
         bool cuda = d.cuda;
         model_dev_close(&d);
+        if (cuda) o.fork = false;
         if (!cuda && o.precision == PF_NN_FP16) {
             fprintf(stderr, "pixflow model test: --precision fp16 needs a CUDA device (the CPU "
                             "executor computes in fp32)\n");
