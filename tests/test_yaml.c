@@ -414,6 +414,8 @@ static void test_yaml_errors(void)
         {"mode: fast\nstages:\n" SRC, PF_ERR_FORMAT, 1, "mode 'fast'"},
         {"strict_transfers: perhaps\nstages:\n" SRC, PF_ERR_FORMAT, 1,
          "strict_transfers 'perhaps'"},
+        {"trace_counter_ms: -5\nstages:\n" SRC, PF_ERR_FORMAT, 1, "trace_counter_ms '-5'"},
+        {"trace_max_events: 10\nstages:\n" SRC, PF_ERR_FORMAT, 1, "trace_max_events '10'"},
         {"name: a\nname: b\nstages:\n" SRC, PF_ERR_FORMAT, 2, "key 'name' given twice (first on line 1)"},
         {"stages:\n  - {type: sink.null}\n", PF_ERR_FORMAT, 2, "a stage needs a 'name'"},
         {"stages:\n  - {name: x}\n", PF_ERR_FORMAT, 2, "stage 'x' needs a 'type'"},

@@ -492,9 +492,12 @@ typedef struct pf_pipeline_yaml_params {
     int mode;                   /* -1: as the file says; else a pf_pipeline_mode */
     const char *trace_path;     /* non-NULL: trace here */
     int64_t count;              /* > 0: every source stops after this many items */
+    int trace_counter_ms;       /* >= 0: device counter period in the trace (0 = off);
+                                   -1: as the file says (key trace_counter_ms) */
 } pf_pipeline_yaml_params;
 
-/* path NULL, text NULL, base = pf_pipeline_params_default(), no overrides (mode -1). */
+/* path NULL, text NULL, base = pf_pipeline_params_default(), no overrides (mode -1,
+ * trace_counter_ms -1). */
 PF_API pf_pipeline_yaml_params pf_pipeline_yaml_params_default(void);
 PF_API pf_status pf_pipeline_create_from_yaml(const pf_pipeline_yaml_params *p,
                                               pf_pipeline **out);

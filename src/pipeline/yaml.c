@@ -29,6 +29,7 @@ pf_pipeline_yaml_params pf_pipeline_yaml_params_default(void)
     memset(&p, 0, sizeof p);
     p.base = pf_pipeline_params_default();
     p.mode = -1;
+    p.trace_counter_ms = -1;
     return p;
 }
 
@@ -96,6 +97,7 @@ typedef struct yl {
     const char *name, *mode, *device, *trace;
     int name_line, mode_line, device_line, trace_line;
     bool strict, has_strict;
+    int64_t trace_counter_ms, trace_max_events; /* -1: not in the file */
     ystage *stages;
     int nstages;
     yedge *edges;
@@ -612,6 +614,10 @@ static pf_status parse_root(yl *y, yaml_node_t *root)
             y->has_strict = true;
         } else if (!strcmp(key, "trace")) {
             st = nonempty_at(y, v, "trace", &y->trace, &y->trace_line);
+        } else if (!strcmp(key, "trace_counter_ms")) {
+            st = int_value(y, v, "trace_counter_ms", 0, 60000, &y->trace_counter_ms);
+        } else if (!strcmp(key, "trace_max_events")) {
+            st = int_value(y, v, "trace_max_events", 1024, (int64_t)1 << 30, &y->trace_max_events);
         } else if (!strcmp(key, "stages")) {
             stages = v;
         } else if (!strcmp(key, "edges")) {
@@ -619,7 +625,7 @@ static pf_status parse_root(yl *y, yaml_node_t *root)
         } else {
             st = yl_error(y, line_of(kn), PF_ERR_FORMAT,
                           "unknown key '%s' (known: name, mode, device, strict_transfers, trace, "
-                          "stages, edges)",
+                          "trace_counter_ms, trace_max_events, stages, edges)",
                           key);
         }
         if (st != PF_OK) return st;
@@ -667,6 +673,9 @@ static pf_status build(yl *y, const pf_pipeline_yaml_params *prm, pf_pipeline **
     if (y->has_strict) pp.strict_transfers = y->strict;
     if (y->trace) pp.trace_path = y->trace;
     if (prm->trace_path) pp.trace_path = prm->trace_path;
+    if (y->trace_counter_ms >= 0) pp.trace_counter_ms = (int)y->trace_counter_ms;
+    if (y->trace_max_events >= 0) pp.trace_max_events = (size_t)y->trace_max_events;
+    if (prm->trace_counter_ms >= 0) pp.trace_counter_ms = prm->trace_counter_ms;
 
     /* Devices first: a missing GPU fails before anything is made. */
     pf_device **devs = calloc((size_t)y->nstages, sizeof *devs);
@@ -835,6 +844,8 @@ pf_status pf_pipeline_create_from_yaml(const pf_pipeline_yaml_params *prm, pf_pi
                             prm->mode);
     yl y;
     memset(&y, 0, sizeof y);
+    y.trace_counter_ms = -1;
+    y.trace_max_events = -1;
     y.file = prm->path ? prm->path : "<string>";
     char *owned = NULL;
     const char *text = prm->text;

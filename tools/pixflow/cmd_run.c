@@ -28,6 +28,7 @@
 static const cli_option run_options[] = {
     {"json", NULL, "print the statistics as one JSON object instead of the table"},
     {"trace", "FILE", "write a Chrome/Perfetto trace to FILE (overrides the file's 'trace')"},
+    {"trace-counters", "MS", "device counter period in the trace, ms (0 = off; default 100)"},
     {"device", "SPEC", "run every stage on SPEC: auto, cpu, cuda, cuda:N (overrides the file)"},
     {"mode", "MODE", "latency, throughput or custom (overrides the file's 'mode')"},
     {"count", "N", "every source stops after N items (overrides 'count' in the file)"},
@@ -38,7 +39,8 @@ static const cli_option run_options[] = {
 
 static void run_usage(FILE *f)
 {
-    fprintf(f, "usage: pixflow run PIPELINE.yaml [--json] [--trace FILE] [--device SPEC]\n"
+    fprintf(f, "usage: pixflow run PIPELINE.yaml [--json] [--trace FILE [--trace-counters MS]]\n"
+               "                    [--device SPEC]\n"
                "                    [--mode latency|throughput|custom] [--count N] [--quiet]\n\n"
                "Builds the pipeline described in PIPELINE.yaml (format: docs/pipeline-yaml.md),\n"
                "runs it until its sources end, showing items per second on stderr, and prints\n"
@@ -156,6 +158,17 @@ int cmd_run(int argc, char **argv)
     pf_pipeline_yaml_params yp = pf_pipeline_yaml_params_default();
     yp.path = path;
     yp.trace_path = cli_value(run_options, &a, "trace");
+    const char *tc = cli_value(run_options, &a, "trace-counters");
+    if (tc) {
+        char *end = NULL;
+        long v = strtol(tc, &end, 10);
+        if (!*tc || *end || v < 0 || v > 60000) {
+            fprintf(stderr, "pixflow run: --trace-counters '%s': expected milliseconds 0..60000\n",
+                    tc);
+            return CLI_EXIT_USAGE;
+        }
+        yp.trace_counter_ms = (int)v;
+    }
     const char *mode = cli_value(run_options, &a, "mode");
     if (mode) {
         if (!strcmp(mode, "latency")) yp.mode = PF_MODE_LATENCY;
