@@ -11,6 +11,7 @@
  * Integer outputs (ArgMax) must match exactly. Ops with discontinuities
  * (Floor, Ceil, Round, Sign, comparisons) run in FP32 only: rounding the
  * input to F16 legitimately moves values across the jump. */
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -40,16 +41,18 @@ static gb gb_new(const char *name)
     return b;
 }
 
-static int gb_in(gb *b, int ndim, const int64_t *dims)
+static int gb_in_dt(gb *b, pf_ir_dtype dt, int ndim, const int64_t *dims)
 {
     char nm[32];
     snprintf(nm, sizeof nm, "in%d", b->n++);
     int v = -1;
     if (!b->ok) return -1;
-    b->ok = pf_ir_add_value(b->g, nm, PF_IR_F32, ndim, dims, &v) == PF_OK &&
+    b->ok = pf_ir_add_value(b->g, nm, dt, ndim, dims, &v) == PF_OK &&
             pf_ir_mark_input(b->g, v) == PF_OK;
     return v;
 }
+
+static int gb_in(gb *b, int ndim, const int64_t *dims) { return gb_in_dt(b, PF_IR_F32, ndim, dims); }
 
 static int gb_const(gb *b, int ndim, const int64_t *dims, float lo, float hi)
 {
@@ -750,6 +753,189 @@ static void test_dwconv(void)
     }
 }
 
+/* ---- integer Clip, integer/float Mod, align_corners downscale -------------------------- */
+
+/* Clip of an I8 value with only a min or only a max (the other bound the
+ * importer's -inf/+inf). The CPU's Clip is F32 only, so the reference is
+ * its F32 Clip over the same integer values (exact in f32); the CUDA
+ * result (I8, read back as the model's I32 output) must match exactly. */
+static void check_int_clip(float lo, float hi, const char *label)
+{
+    pf_ir_attr a;
+    memset(&a, 0, sizeof a);
+    a.unary.alpha = lo;
+    a.unary.beta = hi;
+    gb bf = gb_new("clip_f32");
+    pf_model *mf = gb_model(&bf, gb1(&bf, PF_IR_CLIP, gb_in(&bf, 4, D4), &a));
+    gb bi = gb_new("clip_i8");
+    pf_model *mi = gb_model(&bi, gb1(&bi, PF_IR_CLIP, gb_in_dt(&bi, PF_IR_I8, 4, D4), &a));
+    CHECK(mf != NULL && mi != NULL);
+    pf_tensor xf = {0}, xi = {0}, ref = {0}, dx = {0}, dy = {0};
+    bool ok = mf && mi && pf_model_output(mi, 0).dtype == PF_DTYPE_I32 &&
+              pf_tensor_alloc(&xf, PF_DTYPE_F32, 4, D4, PF_LAYOUT_NONE, NULL, NULL) == PF_OK &&
+              pf_tensor_alloc(&xi, PF_DTYPE_I32, 4, D4, PF_LAYOUT_NONE, NULL, NULL) == PF_OK &&
+              pf_tensor_alloc(&ref, PF_DTYPE_F32, 4, D4, PF_LAYOUT_NONE, NULL, NULL) == PF_OK &&
+              pf_tensor_alloc(&dx, PF_DTYPE_I32, 4, D4, PF_LAYOUT_NONE, g_alloc, g_stream) ==
+                  PF_OK &&
+              pf_tensor_alloc(&dy, PF_DTYPE_I32, 4, D4, PF_LAYOUT_NONE, g_alloc, g_stream) == PF_OK;
+    const int64_t n = pf_tensor_numel(&xf);
+    for (int64_t i = 0; ok && i < n; i++) {
+        /* the whole int8 range, bounds themselves and their neighbours included */
+        const int32_t v = (int32_t)pf_test_rand_range(-128, 127);
+        ((int32_t *)xi.data)[i] = v;
+        ((float *)xf.data)[i] = (float)v;
+    }
+    if (ok) {
+        pf_nn_exec *x = NULL;
+        pf_nn_exec_params p = pf_nn_exec_params_default();
+        pf_status st = pf_nn_exec_create(mf, &p, &x);
+        if (st == PF_OK) st = pf_nn_exec_run(x, NULL, &xf, 1, &ref, 1);
+        pf_nn_exec_destroy(&x);
+        if (st != PF_OK) fprintf(stderr, "  %s CPU: %s\n", label, pf_last_error());
+        ok = st == PF_OK;
+    }
+    if (ok) cudaMemcpy(dx.data, xi.data, pf_tensor_nbytes(&xi), cudaMemcpyHostToDevice);
+    for (int prec = 0; ok && prec < 2; prec++) {
+        pf_nn_exec_params p = pf_nn_exec_params_default();
+        p.device = g_dev;
+        p.precision = prec ? PF_NN_FP16 : PF_NN_FP32;
+        pf_nn_exec *x = NULL;
+        pf_status st = pf_nn_exec_create(mi, &p, &x);
+        cudaMemset(dy.data, 0x55, pf_tensor_nbytes(&dy));
+        for (int r = 0; r < 2 && st == PF_OK; r++)
+            st = pf_nn_exec_run(x, g_stream, &dx, 1, &dy, 1);
+        if (st == PF_OK) st = pf_stream_synchronize(g_stream);
+        pf_nn_exec_destroy(&x);
+        if (st != PF_OK) {
+            fprintf(stderr, "  %s CUDA: %s\n", label, pf_last_error());
+            ok = false;
+            break;
+        }
+        int32_t *h = malloc((size_t)n * sizeof *h);
+        cudaMemcpy(h, dy.data, (size_t)n * sizeof *h, cudaMemcpyDeviceToHost);
+        int64_t bad = 0, first = -1;
+        for (int64_t i = 0; i < n; i++) {
+            if ((float)h[i] != ((const float *)ref.data)[i]) {
+                if (first < 0) first = i;
+                bad++;
+            }
+        }
+        if (bad)
+            fprintf(stderr, "  %s %s: %lld of %lld differ; first at %lld: x %d, cuda %d, cpu %g\n",
+                    label, prec ? "fp16" : "fp32", (long long)bad, (long long)n,
+                    (long long)first, ((const int32_t *)xi.data)[first], h[first],
+                    (double)((const float *)ref.data)[first]);
+        ok = bad == 0;
+        free(h);
+    }
+    if (!ok) fprintf(stderr, "  FAILED: %s\n", label);
+    CHECK(ok);
+    pf_tensor_unref(&xf);
+    pf_tensor_unref(&xi);
+    pf_tensor_unref(&ref);
+    pf_tensor_unref(&dx);
+    pf_tensor_unref(&dy);
+    pf_model_free(&mf);
+    pf_model_free(&mi);
+}
+
+static void test_int_clip_mod(void)
+{
+    check_int_clip(-INFINITY, 0.0f, "Clip int8 max 0 only");
+    check_int_clip(0.0f, INFINITY, "Clip int8 min 0 only");
+    check_int_clip(-FLT_MAX, 37.0f, "Clip int8 max 37 only (opset < 11 default min)");
+    check_int_clip(-5.5f, FLT_MAX, "Clip int8 min -5.5 only (opset < 11 default max)");
+    check_int_clip(-3.0f, 4.0f, "Clip int8 min -3 max 4");
+
+    /* Mod, fmod 0 (sign of the divisor) and 1 (C's %: sign of the dividend),
+     * on I64 operands of both signs (zero divisors included: 0 on both),
+     * same shape and broadcast. */
+    static const int64_t d3[3] = {3, 1, 7};
+    for (int fm = 0; fm < 2; fm++) {
+        for (int bc = 0; bc < 2; bc++) {
+            pf_ir_attr a;
+            memset(&a, 0, sizeof a);
+            a.unary.alpha = (float)fm;
+            gb b = gb_new("mod_i64");
+            int x = gb_in_dt(&b, PF_IR_I64, 4, D4);
+            int y = bc ? gb_in_dt(&b, PF_IR_I64, 3, d3) : gb_in_dt(&b, PF_IR_I64, 4, D4);
+            char label[64];
+            snprintf(label, sizeof label, "Mod int64 fmod %d%s", fm, bc ? " broadcast" : "");
+            check_model(gb_model(&b, gb2(&b, PF_IR_MOD, x, y, &a)), label, -40, 40, false);
+        }
+        /* F32 (fmod 0 is the CPU's Python-style extension); FP32 only, as
+         * the result jumps where x crosses a multiple of y */
+        pf_ir_attr a;
+        memset(&a, 0, sizeof a);
+        a.unary.alpha = (float)fm;
+        gb b = gb_new("mod_f32");
+        int x = gb_in(&b, 4, D4);
+        int y = gb_in(&b, 3, d3);
+        char label[64];
+        snprintf(label, sizeof label, "Mod f32 fmod %d", fm);
+        check_model(gb_model(&b, gb2(&b, PF_IR_MOD, x, y, &a)), label, -5, 5, true);
+    }
+}
+
+/* Linear align_corners (and pytorch_half_pixel) downscales by a given
+ * scale whose product with the input length is not the output length:
+ * ONNX divides by scale * in - 1 (2.4 - 1 for in 4, scale 0.6), not by
+ * out - 1. Covers the 4D fast paths (row-major, channels-last via a
+ * conv, F16 rows of 8) and the generic kernel (rank 3), and outputs of
+ * length 1 (resized length 1.2, and exactly 1). */
+static void test_resize_align_corners_scales(void)
+{
+    static const struct { int nd; int64_t d[4]; double s[4]; int coord; } rs[] = {
+        {4, {1, 1, 2, 4}, {1, 1, 0.6, 0.6}, PF_IR_COORD_ALIGN_CORNERS},  /* the ONNX case */
+        {4, {2, 3, 9, 13}, {1, 1, 0.6, 0.7}, PF_IR_COORD_ALIGN_CORNERS},
+        {4, {1, 2, 2, 5}, {1, 1, 0.5, 0.5}, PF_IR_COORD_ALIGN_CORNERS},  /* length 1.0 */
+        {4, {1, 4, 7, 27}, {1, 1, 0.45, 0.6}, PF_IR_COORD_ALIGN_CORNERS}, /* 16 wide: rows of 8 */
+        {4, {1, 1, 2, 4}, {1, 1, 0.6, 0.6}, PF_IR_COORD_PYTORCH_HALF_PIXEL},
+        {3, {3, 6, 8}, {1, 0.6, 0.7}, PF_IR_COORD_ALIGN_CORNERS},         /* generic kernel */
+        {4, {2, 5, 6, 8}, {1, 0.6, 0.7, 0.6}, PF_IR_COORD_ALIGN_CORNERS}, /* generic, C scaled */
+    };
+    for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++) {
+        pf_ir_attr a;
+        memset(&a, 0, sizeof a);
+        a.resize.mode = PF_IR_RESIZE_LINEAR;
+        a.resize.coord = (pf_ir_coord_mode)rs[i].coord;
+        a.resize.n = rs[i].nd;
+        a.resize.has_scales = true;
+        for (int d = 0; d < rs[i].nd; d++) a.resize.scale[d] = rs[i].s[d];
+        gb b = gb_new("resize_ac");
+        char label[64];
+        snprintf(label, sizeof label, "Resize linear scales case %zu", i);
+        check_model(gb_model(&b, gb1(&b, PF_IR_RESIZE, gb_in(&b, rs[i].nd, rs[i].d), &a)), label,
+                    -1, 1, false);
+    }
+    /* the same downscale of a conv's (channels-last) output */
+    {
+        pf_ir_attr a;
+        memset(&a, 0, sizeof a);
+        gb b = gb_new("resize_ac_nhwc");
+        int64_t d[4] = {1, 8, 9, 13}, wd[4] = {8, 8, 1, 1};
+        a.conv.nsp = 2;
+        for (int j = 0; j < 2; j++) {
+            a.conv.kernel[j] = 1;
+            a.conv.stride[j] = 1;
+            a.conv.dilation[j] = 1;
+        }
+        a.conv.group = 1;
+        int in[2] = {gb_in(&b, 4, d), gb_const(&b, 4, wd, -0.5f, 0.5f)};
+        int c = gb_node(&b, PF_IR_CONV, in, 2, 1, &a, PF_IR_ACT_NONE, 0, 0);
+        memset(&a, 0, sizeof a);
+        a.resize.mode = PF_IR_RESIZE_LINEAR;
+        a.resize.coord = PF_IR_COORD_ALIGN_CORNERS;
+        a.resize.n = 4;
+        a.resize.has_scales = true;
+        a.resize.scale[0] = a.resize.scale[1] = 1.0;
+        a.resize.scale[2] = 0.6;
+        a.resize.scale[3] = 0.7;
+        check_model(gb_model(&b, gb1(&b, PF_IR_RESIZE, c, &a)), "Resize linear scales NHWC", -1,
+                    1, false);
+    }
+}
+
 /* Global pooling and resize reading channels-last values (a conv's output),
  * written row-major (graph output) and channels-last (read by a conv). */
 static void test_nhwc_pool_resize(void)
@@ -1232,6 +1418,8 @@ int main(void)
     PF_RUN(test_binary);
     PF_RUN(test_movement);
     PF_RUN(test_resize_pool);
+    PF_RUN(test_int_clip_mod);
+    PF_RUN(test_resize_align_corners_scales);
     PF_RUN(test_reduce_softmax);
     PF_RUN(test_conv);
     PF_RUN(test_dwconv);

@@ -115,6 +115,10 @@ typedef struct pf_cu_resize {
     int64_t in_dims[PF_IR_MAX_RANK], in_st[PF_IR_MAX_RANK];
     int64_t out_dims[PF_IR_MAX_RANK], out_st[PF_IR_MAX_RANK];
     float scale[PF_IR_MAX_RANK];
+    /* ONNX's "resized length" scale * in_len (not the output length when
+     * scales were given: in 4, scale 0.6 -> 2.4), which align_corners and
+     * pytorch_half_pixel divide by; snapped to out_dims when they agree. */
+    float rlen[PF_IR_MAX_RANK];
     int mode, coord, nearest;
 } pf_cu_resize;
 int pf_cu_launch_resize(const pf_cu_resize *p, const void *in, void *out, int dt, void *stream);

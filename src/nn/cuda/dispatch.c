@@ -2,6 +2,7 @@
  * kernels to a launch. Movement ops become strided views over the
  * elementwise copy (cu_internal.h says how); everything here only builds
  * descriptors on the host, so it is cheap and capturable. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -322,6 +323,9 @@ pf_status pf_nn_cuda_run_node(const pf_ir_graph *g, int node, const pf_nn_cu_ten
             e.in[i] = in[i].data;
             e.dt_in[i] = in[i].dtype;
         }
+        /* Mod's fmod flag (the IR keeps it in unary.alpha): e.a = 1 selects
+         * C's sign of the dividend, 0 the divisor's. */
+        if (n->op == PF_IR_MOD) e.a = n->attr.unary.alpha != 0.0f ? 1.0f : 0.0f;
         e.act = n->act;
         e.act_a = n->act_a;
         e.act_b = n->act_b;
@@ -505,8 +509,16 @@ pf_status pf_nn_cuda_run_node(const pf_ir_graph *g, int node, const pf_nn_cu_ten
             p.in_st[d] = x->strides[d];
             p.out_dims[d] = y->dims[d];
             p.out_st[d] = y->strides[d];
-            p.scale[d] = (float)(d < a->n && a->scale[d] > 0 ? a->scale[d]
-                                                              : (double)y->dims[d] / (double)(x->dims[d] ? x->dims[d] : 1));
+            const double sc = d < a->n && a->scale[d] > 0
+                                  ? a->scale[d]
+                                  : (double)y->dims[d] / (double)(x->dims[d] ? x->dims[d] : 1);
+            p.scale[d] = (float)sc;
+            /* as the CPU's rs_coord: scale * in, or the output length when
+             * the two agree (a scale = out / in that rounds) */
+            double len = sc * (double)x->dims[d];
+            const double od = (double)y->dims[d];
+            if (fabs(len - od) <= 1e-6 * (od > 1.0 ? od : 1.0)) len = od;
+            p.rlen[d] = (float)len;
         }
         p.mode = a->mode;
         p.coord = a->coord;

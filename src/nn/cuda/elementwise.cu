@@ -28,7 +28,8 @@ __device__ __forceinline__ float unary_f(int op, float x, float a, float b)
     case PF_IR_HARD_SIGMOID: return fmaxf(0.0f, fminf(1.0f, a * x + b));
     case PF_IR_HARD_SWISH: return x * fmaxf(0.0f, fminf(1.0f, x / 6.0f + 0.5f));
     case PF_IR_LEAKY_RELU: return x >= 0.0f ? x : a * x;
-    case PF_IR_CLIP: return fminf(fmaxf(x, a), b);
+    /* comparisons, not fminf/fmaxf: NaN stays NaN, as on the CPU */
+    case PF_IR_CLIP: return x < a ? a : (x > b ? b : x);
     case PF_IR_ELU: return x >= 0.0f ? x : a * (expf(x) - 1.0f);
     case PF_IR_SELU: return x > 0.0f ? b * x : b * (a * expf(x) - a);
     case PF_IR_SOFTPLUS: return x > 20.0f ? x : log1pf(expf(x));
@@ -52,9 +53,26 @@ __device__ __forceinline__ float unary_f(int op, float x, float a, float b)
     }
 }
 
-__device__ __forceinline__ i64 unary_i(int op, i64 x, float a)
+/* Integer Clip bound from a float attribute (fold.c stores Clip's integer
+ * min/max inputs there): values below ceil(lo) are raised to it; a bound
+ * beyond the i64 range (the -inf/+inf defaults) clips nothing. */
+__device__ __forceinline__ i64 clip_i(i64 x, float lo, float hi)
+{
+    if (lo > -9.2e18f && (float)x <= lo) {
+        const i64 l = (i64)ceilf(lo);
+        if (x < l) x = l;
+    }
+    if (hi < 9.2e18f && (float)x >= hi) {
+        const i64 h = (i64)floorf(hi);
+        if (x > h) x = h;
+    }
+    return x;
+}
+
+__device__ __forceinline__ i64 unary_i(int op, i64 x, float a, float b)
 {
     switch (op) {
+    case PF_IR_CLIP: return clip_i(x, a, b);
     case PF_IR_ABS: return x < 0 ? -x : x;
     case PF_IR_NEG: return -x;
     case PF_IR_SIGN: return x > 0 ? 1 : (x < 0 ? -1 : 0);
@@ -65,7 +83,9 @@ __device__ __forceinline__ i64 unary_i(int op, i64 x, float a)
     }
 }
 
-__device__ __forceinline__ float binary_f(int op, float x, float y)
+/* Mod: c_fmod (ONNX fmod = 1, attr unary.alpha != 0, e.a = 1) keeps the
+ * dividend's sign as C's fmod and %; fmod = 0 takes the divisor's. */
+__device__ __forceinline__ float binary_f(int op, float x, float y, bool c_fmod)
 {
     switch (op) {
     case PF_IR_ADD: case PF_IR_SUM: return x + y;
@@ -75,7 +95,11 @@ __device__ __forceinline__ float binary_f(int op, float x, float y)
     case PF_IR_POW: return powf(x, y);
     case PF_IR_MAX: return fmaxf(x, y);
     case PF_IR_MIN: return fminf(x, y);
-    case PF_IR_MOD: return fmodf(x, y);
+    case PF_IR_MOD: {
+        float r = fmodf(x, y);
+        if (!c_fmod && r != 0.0f && ((r < 0.0f) != (y < 0.0f))) r += y;
+        return r;
+    }
     case PF_IR_PRELU: return x >= 0.0f ? x : x * y;
     case PF_IR_EQUAL: return x == y;
     case PF_IR_LESS: return x < y;
@@ -89,7 +113,7 @@ __device__ __forceinline__ float binary_f(int op, float x, float y)
     }
 }
 
-__device__ __forceinline__ i64 binary_i(int op, i64 x, i64 y)
+__device__ __forceinline__ i64 binary_i(int op, i64 x, i64 y, bool c_fmod)
 {
     switch (op) {
     case PF_IR_ADD: case PF_IR_SUM: return x + y;
@@ -104,10 +128,10 @@ __device__ __forceinline__ i64 binary_i(int op, i64 x, i64 y)
     case PF_IR_MAX: return x > y ? x : y;
     case PF_IR_MIN: return x < y ? x : y;
     case PF_IR_MOD: {
-        /* ONNX Mod with fmod = 0: the result takes the divisor's sign. */
-        if (!y) return 0;
+        /* by 0 gives 0 as on the CPU; by -1 is 0 without INT64_MIN % -1 */
+        if (y == 0 || y == -1) return 0;
         i64 r = x % y;
-        if (r != 0 && ((r < 0) != (y < 0))) r += y;
+        if (!c_fmod && r != 0 && ((r < 0) != (y < 0))) r += y;
         return r;
     }
     case PF_IR_PRELU: return x >= 0 ? x : x * y;
@@ -140,16 +164,18 @@ __device__ __forceinline__ void ew_one(const pf_cu_ew &e, i64 o0, i64 o1, i64 o2
             float r = unary_f(e.op, ldf(e.in[0], e.dt_in[0], o1), e.a, e.b);
             stf(e.out, e.dt_out, o0, act_f(e.act, r, e.act_a, e.act_b));
         } else {
-            sti(e.out, e.dt_out, o0, unary_i(e.op, ldi(e.in[0], e.dt_in[0], o1), e.a));
+            sti(e.out, e.dt_out, o0, unary_i(e.op, ldi(e.in[0], e.dt_in[0], o1), e.a, e.b));
         }
         return;
     }
     if (fin || is_float(e.dt_in[1])) {
-        float r = binary_f(e.op, ldf(e.in[0], e.dt_in[0], o1), ldf(e.in[1], e.dt_in[1], o2));
+        float r = binary_f(e.op, ldf(e.in[0], e.dt_in[0], o1), ldf(e.in[1], e.dt_in[1], o2),
+                           e.a != 0.0f);
         stf(e.out, e.dt_out, o0, act_f(e.act, r, e.act_a, e.act_b));
     } else {
         sti(e.out, e.dt_out, o0,
-            binary_i(e.op, ldi(e.in[0], e.dt_in[0], o1), ldi(e.in[1], e.dt_in[1], o2)));
+            binary_i(e.op, ldi(e.in[0], e.dt_in[0], o1), ldi(e.in[1], e.dt_in[1], o2),
+                     e.a != 0.0f));
     }
 }
 
@@ -187,8 +213,8 @@ __global__ void ew_dense_h2(pf_cu_ew e, i64 n2)
             r1 = unary_f(e.op, x.y, e.a, e.b);
         } else {
             float2 z = __half22float2(b[i]);
-            r0 = binary_f(e.op, x.x, z.x);
-            r1 = binary_f(e.op, x.y, z.y);
+            r0 = binary_f(e.op, x.x, z.x, e.a != 0.0f);
+            r1 = binary_f(e.op, x.y, z.y, e.a != 0.0f);
         }
         r0 = act_f(e.act, r0, e.act_a, e.act_b);
         r1 = act_f(e.act, r1, e.act_a, e.act_b);
@@ -217,8 +243,8 @@ __global__ void ew_dense_h8(pf_cu_ew e, i64 n8)
                 r1 = unary_f(e.op, x.y, e.a, e.b);
             } else {
                 float2 z = __half22float2(hb[k]);
-                r0 = binary_f(e.op, x.x, z.x);
-                r1 = binary_f(e.op, x.y, z.y);
+                r0 = binary_f(e.op, x.x, z.x, e.a != 0.0f);
+                r1 = binary_f(e.op, x.y, z.y, e.a != 0.0f);
             }
             r0 = act_f(e.act, r0, e.act_a, e.act_b);
             r1 = act_f(e.act, r1, e.act_a, e.act_b);
@@ -247,8 +273,9 @@ __global__ void ew_chan_h8(pf_cu_ew e, i64 n8, i64 c8, i64 per_img, i64 bst8, in
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             const float2 x = __half22float2(ha[k]), z = __half22float2(hb[k]);
-            float r0 = bcast_first ? binary_f(e.op, z.x, x.x) : binary_f(e.op, x.x, z.x);
-            float r1 = bcast_first ? binary_f(e.op, z.y, x.y) : binary_f(e.op, x.y, z.y);
+            const bool cf = e.a != 0.0f;
+            float r0 = bcast_first ? binary_f(e.op, z.x, x.x, cf) : binary_f(e.op, x.x, z.x, cf);
+            float r1 = bcast_first ? binary_f(e.op, z.y, x.y, cf) : binary_f(e.op, x.y, z.y, cf);
             r0 = act_f(e.act, r0, e.act_a, e.act_b);
             r1 = act_f(e.act, r1, e.act_a, e.act_b);
             hy[k] = __floats2half2_rn(r0, r1);

@@ -1,7 +1,8 @@
 /* Resize (ONNX semantics, any rank): nearest with the four rounding rules,
  * linear on up to three axes (the axes whose size or scale changes), every
  * coordinate transformation mode of pf_ir_coord_mode. One thread per output
- * element; coordinates in f32 like the CPU kernel's float math. */
+ * element; coordinates in f32 (the CPU's rs_coord uses double), mapped with
+ * the given scale and the resized length scale * in as ONNX does. */
 #include <math.h>
 
 #include "cu_common.cuh"
@@ -10,14 +11,16 @@ using namespace pfcu;
 
 namespace {
 
-__device__ __forceinline__ float src_coord(int mode, i64 x, i64 in, i64 out, float scale)
+/* rlen: the resized length scale * in (pf_cu_resize), which is not the
+ * output length when a scale was given (in 4, scale 0.6: 2.4, 2 outputs). */
+__device__ __forceinline__ float src_coord(int mode, i64 x, i64 in, float rlen, float scale)
 {
     switch (mode) {
     case PF_IR_COORD_ALIGN_CORNERS:
-        return out > 1 ? (float)x * (float)(in - 1) / (float)(out - 1) : 0.0f;
+        return rlen != 1.0f ? (float)x * (float)(in - 1) / (rlen - 1.0f) : 0.0f;
     case PF_IR_COORD_ASYMMETRIC: return (float)x / scale;
     case PF_IR_COORD_PYTORCH_HALF_PIXEL:
-        return out > 1 ? ((float)x + 0.5f) / scale - 0.5f : 0.0f;
+        return rlen > 1.0f ? ((float)x + 0.5f) / scale - 0.5f : 0.0f;
     case PF_IR_COORD_TF_HALF_PIXEL_FOR_NN: return ((float)x + 0.5f) / scale;
     default: return ((float)x + 0.5f) / scale - 0.5f;
     }
@@ -53,7 +56,7 @@ __global__ void resize_k(pf_cu_resize p, const void *in, void *out, int dt, i64 
                 base += c * p.in_st[d];
                 continue;
             }
-            const float x = src_coord(p.coord, c, len, olen, p.scale[d]);
+            const float x = src_coord(p.coord, c, len, p.rlen[d], p.scale[d]);
             if (p.mode == PF_IR_RESIZE_NEAREST || na == 3) {
                 base += nearest_idx(p.nearest, x, len) * p.in_st[d];
                 continue;
@@ -94,7 +97,7 @@ __device__ __forceinline__ void axis_taps(const pf_cu_resize &p, int d, int c, i
         k0 = k1 = c;
         return;
     }
-    const float x = src_coord(p.coord, c, len, olen, p.scale[d]);
+    const float x = src_coord(p.coord, c, len, p.rlen[d], p.scale[d]);
     if (p.mode == PF_IR_RESIZE_NEAREST) {
         k0 = k1 = (int)nearest_idx(p.nearest, x, len);
         return;
