@@ -1,7 +1,10 @@
-/* libFuzzer target: the ONNX reader on arbitrary bytes.
+/* libFuzzer target: the ONNX reader and the whole model loader on arbitrary
+ * bytes.
  *
- * The same bytes go to pf_onnx_open_memory (as a ModelProto) and to
- * pf_onnx_read_tensor_memory (as a TensorProto, the conformance data files).
+ * The same bytes go to pf_onnx_open_memory (as a ModelProto), to
+ * pf_onnx_read_tensor_memory (as a TensorProto, the conformance data files)
+ * and to pf_model_load_memory (reader, importer, shape inference, passes, and
+ * a CPU run of small models: fuzz_model.h).
  * Whatever the bytes, each must return a status and never crash, hang or
  * leak; a failure leaves no model and a message; a success gives a view whose
  * every name, dim and data byte is readable (walked here, so ASan sees a view
@@ -9,18 +12,15 @@
  *
  *   cmake -S . -B build-fuzz -DPF_FUZZ=ON -DPF_CUDA=off -DCMAKE_C_COMPILER=clang
  *   cmake --build build-fuzz --target fuzz_onnx
- *   mkdir -p corpus && cp /usr/share/libonnx-testdata/data/node/test_conv*[!r]/model.onnx ...
- *   ./build-fuzz/fuzz/fuzz_onnx -max_len=65536 -timeout=10 corpus/
- *
- * It also builds standalone, without CMake, from the generated onnx.pb-c.c:
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -DPF_HAVE_ONNX=1 -Iinclude -Isrc \
- *     -Ibuild/onnx_gen fuzz/fuzz_onnx.c src/nn/onnx_reader.c src/core/status.c \
- *     src/core/log.c src/core/sys.c build/onnx_gen/onnx.pb-c.c -lprotobuf-c -o fuzz_onnx
+ *   fuzz/make-corpus.sh       # fuzz/corpus-onnx/: conformance models, lraspp, onnx_seeds.py
+ *   nice -n 10 ./build-fuzz/fuzz/fuzz_onnx -dict=fuzz/onnx.dict -max_len=65536 -timeout=10 \
+ *       -rss_limit_mb=2048 fuzz/corpus-onnx/
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "fuzz_model.h"
 #include "nn/onnx_reader.h"
 #include "pixflow/pixflow.h"
 
@@ -140,5 +140,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap();
     }
     pf_onnx_tensor_data_free(&t);
+
+    (void)fuzz_model_load(data, size, "fuzz.onnx");
     return 0;
 }

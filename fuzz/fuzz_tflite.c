@@ -1,5 +1,6 @@
-/* libFuzzer target: the TFLite model reader (src/nn/tflite_reader.c) on
- * arbitrary bytes.
+/* libFuzzer target: the TFLite model reader (src/nn/tflite_reader.c) and the
+ * whole model loader (pf_model_load_memory, then a CPU run of small models:
+ * fuzz_model.h) on arbitrary bytes.
  *
  * Whatever the bytes, pf_tflite_open_memory must return a status, never
  * crash, hang or leak; a success must give a model, a failure none and a
@@ -10,14 +11,11 @@
  *   cmake -S . -B build-fuzz -DPF_FUZZ=ON -DPF_CUDA=off -DCMAKE_C_COMPILER=clang \
  *         -DCMAKE_CXX_COMPILER=clang++
  *   cmake --build build-fuzz --target fuzz_tflite
- *   mkdir -p corpus && find node_modules/@mediapipe -name '*.tflite' -exec cp {} corpus/ \;
- *   ./build-fuzz/fuzz/fuzz_tflite -max_len=300000 corpus/
- *
- * or standalone, with only the files the reader needs:
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc \
- *         fuzz/fuzz_tflite.c src/nn/tflite_reader.c src/nn/tflite_names.c \
- *         src/core/status.c src/core/log.c src/core/sys.c -lpthread -lm -o fuzz_tflite
+ *   fuzz/make-corpus.sh       # fuzz/corpus-tflite/: MediaPipe models + tflite_seeds.py
+ *   nice -n 10 ./build-fuzz/fuzz/fuzz_tflite -max_len=1200000 -timeout=10 -rss_limit_mb=2048 \
+ *       fuzz/corpus-tflite/
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -25,6 +23,7 @@
 /* The reader is private: reached by path, as the fuzz targets link the
  * static library and see only include/. */
 #include "../src/nn/tflite_reader.h"
+#include "fuzz_model.h"
 #include "pixflow/core.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -89,5 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (m) sink = walk(m);
     pf_tflite_close(&m);
     if (m) __builtin_trap();
+
+    (void)fuzz_model_load(data, size, "fuzz.tflite");
     return 0;
 }

@@ -348,8 +348,11 @@ static pf_status fold_by_kernel(pf_ir_graph *g, int node, bool *folded)
     }
     for (int k = 0; k < n->n_out; k++) {
         const pf_ir_value *v = &g->values[n->out[k]];
-        if (v->ndim < 0 || pf_ir_value_numel(v) < 0 || v->is_input) return PF_OK;
+        int64_t numel = pf_ir_value_numel(v);
+        if (v->ndim < 0 || numel < 0 || v->is_input) return PF_OK;
         sizes[k] = pf_ir_value_nbytes(v);
+        /* nbytes is 0 on overflow: never fold into a buffer smaller than the count. */
+        if (numel > 0 && sizes[k] == 0) return PF_OK;
         total += sizes[k];
     }
     if (total > FOLD_MAX_BYTES) return PF_OK;

@@ -322,6 +322,13 @@ static pf_status load_common(const char *path, const void *data, size_t size, co
     return PF_OK;
 fail:
     pf_model_unref(&m);
+    /* Errors from shape inference and the passes name the node and value;
+     * the user also needs the file. */
+    if (!strstr(pf_last_error(), name)) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", pf_last_error());
+        pf_set_error(st, "%s: %s", name, msg);
+    }
     return st;
 }
 

@@ -172,6 +172,12 @@ pf_status pf_timp_const_permuted(pf_timp *c, int t, const int *perm, int *id)
     if (!s->cdata || pf_timp_shape(c, t, dims) != 4)
         return pf_timp_fail(c, PF_ERR_INTERNAL, "tensor '%s' is not a 4D constant", tt->name);
     size_t es = pf_ir_dtype_size(s->cdtype);
+    if ((uint64_t)dims[0] * (uint64_t)dims[1] * (uint64_t)dims[2] * (uint64_t)dims[3] * es !=
+        s->cbytes)
+        return pf_timp_fail(c, PF_ERR_FORMAT, "constant '%s' holds %zu bytes, not the %lld x %lld "
+                            "x %lld x %lld elements of its shape", tt->name, s->cbytes,
+                            (long long)dims[0], (long long)dims[1], (long long)dims[2],
+                            (long long)dims[3]);
     void *buf = malloc(s->cbytes ? s->cbytes : 1);
     if (!buf) return pf_set_error(PF_ERR_NOMEM, "%s: out of memory", c->m->name);
     permute4(s->cdata, dims, perm, es, buf);

@@ -520,8 +520,15 @@ static pf_status convert_dequantize(pf_timp *c, const pf_tfl_operator *op)
         return pf_timp_fail(c, PF_ERR_UNSUPPORTED, "output type %s",
                             pf_tfl_type_name(c->sg->tensors[o].type));
     if (xt->type == PF_TFL_FLOAT16 && s->cdata && so->out_value < 0 && !so->cdata) {
-        /* Fold: the F32 copy becomes the output tensor's constant data. */
+        /* Fold: the F32 copy becomes the output tensor's constant data. A
+         * DEQUANTIZE keeps the shape, so a file whose output tensor has
+         * another element count is malformed (the data would not fit it). */
         size_t cnt = s->cbytes / 2;
+        int64_t want = pf_tfl_tensor_numel(&c->sg->tensors[o]);
+        if (want < 0 || (uint64_t)want != cnt)
+            return pf_timp_fail(c, PF_ERR_FORMAT,
+                                "input '%s' has %zu elements but output '%s' has %lld", xt->name,
+                                cnt, c->sg->tensors[o].name, (long long)want);
         uint32_t *buf = malloc(cnt ? cnt * 4 : 1);
         if (!buf) return pf_set_error(PF_ERR_NOMEM, "%s: out of memory", c->m->name);
         for (size_t i = 0; i < cnt; i++) {

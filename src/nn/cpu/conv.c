@@ -536,6 +536,9 @@ WIDE_CLONES static void im2col_rows(void *ctx, int ith, int nth)
                 memset(d, 0, (size_t)(ox1 - ox0) * sizeof(float));
             } else {
                 int64_t a0 = vlo > ox0 ? vlo : ox0, a1 = vhi < ox1 ? vhi : ox1;
+                /* A pad wider than this stretch of the row (vlo past ox1)
+                 * leaves it all padding: never zero or copy past ox1. */
+                if (a0 > ox1) a0 = ox1;
                 if (a1 < a0) a1 = a0;
                 /* r[i] is input column a0*sw + off + i*sw (>= 0 from vlo) */
                 const float *r = xp + iy * s->W + a0 * s->sw + off;
