@@ -1,7 +1,11 @@
 /* Shared CLI helpers (see cli.h). */
+/* sigaction */
+#define _POSIX_C_SOURCE 200809L
+
 #include "cli.h"
 
 #include <math.h>
+#include <signal.h>
 #include <string.h>
 
 /* Options ----------------------------------------------------------------------------- */
@@ -300,3 +304,45 @@ const char *cli_fmt_bytes(char *buf, size_t size, uint64_t bytes)
     snprintf(buf, size, "%.2f %s", v, units[u]);
     return buf;
 }
+
+/* Signals ------------------------------------------------------------------------------ */
+
+static void (*volatile g_cancel)(void *);
+static void *volatile g_cancel_arg;
+static volatile sig_atomic_t g_interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_interrupted = 1;
+    void (*fn)(void *) = g_cancel;
+    if (fn) fn(g_cancel_arg);
+}
+
+static void set_handlers(void (*handler)(int), int flags)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = handler;
+    sa.sa_flags = flags;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+void cli_signals_install(void (*cancel)(void *arg), void *arg)
+{
+    g_interrupted = 0;
+    g_cancel_arg = arg;
+    g_cancel = cancel;
+    set_handlers(on_signal, SA_RESETHAND); /* a second signal kills */
+}
+
+void cli_signals_restore(void)
+{
+    set_handlers(SIG_DFL, 0);
+    g_cancel = NULL;
+    g_cancel_arg = NULL;
+}
+
+bool cli_interrupted(void) { return g_interrupted != 0; }

@@ -101,4 +101,13 @@ void cli_json_write_escaped(FILE *f, const char *s);
 /* "0 B", "512 B", "1.50 KiB", "23.54 GiB" (binary units); returns buf. */
 const char *cli_fmt_bytes(char *buf, size_t size, uint64_t bytes);
 
+/* Ctrl-C (SIGINT) and SIGTERM during a long job: the first signal sets the
+ * interrupted flag and calls cancel(arg), which must be async-signal-safe
+ * (pf_pipeline_cancel_async is); the handler then resets itself, so a
+ * second signal kills the process. cli_signals_restore() puts the default
+ * handlers back and forgets cancel/arg. One job at a time. */
+void cli_signals_install(void (*cancel)(void *arg), void *arg);
+void cli_signals_restore(void);
+bool cli_interrupted(void);
+
 #endif

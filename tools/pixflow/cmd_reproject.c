@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,27 +27,8 @@
 
 /* Signals ------------------------------------------------------------------------------------ */
 
-static rp_run *volatile g_run;
-static volatile sig_atomic_t g_interrupted;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    g_interrupted = 1;
-    rp_run *r = g_run;
-    if (r) rp_run_cancel(r);
-}
-
-static void install_signals(bool on)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    sa.sa_handler = on ? on_signal : SIG_DFL;
-    sa.sa_flags = on ? SA_RESETHAND : 0;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-}
+/* Ctrl-C cancels the run (cli_signals_install). */
+static void cancel_run(void *r) { rp_run_cancel(r); }
 
 /* Output directory ------------------------------------------------------------------------------ */
 
@@ -110,21 +90,18 @@ static int run_job(const rp_config *cfg, const rp_inputs *in, pf_device *dev)
     rp_progress pg;
     rp_progress_init(&pg, isatty(STDERR_FILENO) != 0, cfg->quiet);
     rp_report_set_tty(pg.tty && !cfg->quiet);
-    g_interrupted = 0;
-    g_run = r;
-    install_signals(true);
+    cli_signals_install(cancel_run, r);
     pf_status st = rp_run_start(r);
     if (st == PF_OK) {
         while (rp_run_wait(r, 250000) == PF_TIMEOUT) rp_progress_update(&pg, r);
     }
-    g_run = NULL;
-    install_signals(false);
+    cli_signals_restore();
     rp_progress_clear(&pg);
     rp_report_set_tty(false);
 
     rp_stats s;
     rp_run_get_stats(r, &s);
-    bool interrupted = g_interrupted != 0;
+    bool interrupted = cli_interrupted();
     uint64_t failures = s.images_failed + (uint64_t)in->expand_failures;
     if (cfg->json) rp_print_json(stdout, cfg, dev, &s, failures, interrupted);
     else rp_print_summary(stdout, cfg, dev, &s, failures, interrupted);

@@ -13,7 +13,6 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,31 +57,8 @@ static void run_usage(FILE *f)
 
 /* Signals --------------------------------------------------------------------------------- */
 
-static pf_pipeline *volatile g_pipeline;
-static volatile sig_atomic_t g_interrupted;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    g_interrupted = 1;
-    pf_pipeline *p = g_pipeline;
-    if (p) pf_pipeline_cancel_async(p);
-}
-
-static void install_signals(bool on)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    if (on) {
-        sa.sa_handler = on_signal;
-        sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills */
-    } else {
-        sa.sa_handler = SIG_DFL;
-    }
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-}
+/* Ctrl-C cancels the pipeline (cli_signals_install). */
+static void cancel_pipeline(void *p) { pf_pipeline_cancel_async(p); }
 
 /* Progress -------------------------------------------------------------------------------- */
 
@@ -207,14 +183,11 @@ int cmd_run(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
 
-    g_interrupted = 0;
-    g_pipeline = p;
-    install_signals(true);
+    cli_signals_install(cancel_pipeline, p);
     st = pf_pipeline_start(p);
     if (st != PF_OK) {
         fprintf(stderr, "pixflow run: %s: cannot start: %s\n", path, pf_last_error());
-        g_pipeline = NULL;
-        install_signals(false);
+        cli_signals_restore();
         pf_pipeline_destroy(&p);
         return CLI_EXIT_FAIL;
     }
@@ -224,10 +197,9 @@ int cmd_run(int argc, char **argv)
     char err[1024];
     snprintf(err, sizeof err, "%s", pf_last_error());
     progress_clear(&pg);
-    g_pipeline = NULL;
-    install_signals(false);
+    cli_signals_restore();
 
-    bool interrupted = st == PF_ERR_CANCELLED && g_interrupted;
+    bool interrupted = st == PF_ERR_CANCELLED && cli_interrupted();
     if (json) {
         pf_pipeline_write_stats_json(p, stdout);
     } else {

@@ -18,7 +18,6 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,27 +75,8 @@ static void seg_usage(FILE *f)
 
 /* Signals ------------------------------------------------------------------------------------ */
 
-static pf_pipeline *volatile g_pipeline;
-static volatile sig_atomic_t g_interrupted;
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    g_interrupted = 1;
-    pf_pipeline *p = g_pipeline;
-    if (p) pf_pipeline_cancel_async(p);
-}
-
-static void install_signals(bool on)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    sa.sa_handler = on ? on_signal : SIG_DFL;
-    sa.sa_flags = on ? SA_RESETHAND : 0;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-}
+/* Ctrl-C cancels the pipeline (cli_signals_install). */
+static void cancel_pipeline(void *p) { pf_pipeline_cancel_async(p); }
 
 /* Options ------------------------------------------------------------------------------------ */
 
@@ -424,9 +404,7 @@ static int run_job(seg_job *job, seg_run *r, bool json, bool stats)
         seg_error(job, "%s", err);
         return CLI_EXIT_FAIL;
     }
-    g_interrupted = 0;
-    g_pipeline = p;
-    install_signals(true);
+    cli_signals_install(cancel_pipeline, p);
     int64_t t0 = pf_time_ns();
     st = pf_pipeline_start(p);
     progress pg = {.t0_ns = t0, .last_ns = t0};
@@ -437,9 +415,8 @@ static int run_job(seg_job *job, seg_run *r, bool json, bool stats)
     snprintf(err, sizeof err, "%s", pf_last_error());
     double elapsed = (double)(pf_time_ns() - t0) / 1e9;
     if (atomic_exchange(&job->progress_shown, 0)) fprintf(stderr, "\r\033[K");
-    g_pipeline = NULL;
-    install_signals(false);
-    bool interrupted = st == PF_ERR_CANCELLED && g_interrupted;
+    cli_signals_restore();
+    bool interrupted = st == PF_ERR_CANCELLED && cli_interrupted();
     if (st != PF_OK && !interrupted) seg_error(job, "%s", err);
     summary s;
     gather(job, p, elapsed, &s);
