@@ -338,11 +338,13 @@ const char *pf_ir_node_desc(const pf_ir_graph *g, int node, char *buf, size_t si
  * depend on shapes (auto_pad, reshape targets, slice bounds, resize scales,
  * negative axes). Inputs that must be constant (Reshape's shape, Slice's
  * starts/ends, Resize's scales/sizes, Pad's pads, Tile's repeats, Expand's
- * shape, ...) were moved into attrs by the importer when constant; a node
- * whose such input is still a runtime value after folding gives
- * PF_ERR_UNSUPPORTED naming the node. Symbolic batch dims propagate where the
- * rule is clear (elementwise, conv, pool...); elsewhere shape inference
- * leaves ndim -1 until specialisation. Errors name node, input and dims. */
+ * shape, ...) were moved into attrs by the importer when constant; when such
+ * an input is still a runtime value, inference leaves the output unknown
+ * (ndim -1) rather than failing, and pf_ir_specialize() refuses whatever is
+ * still unknown after folding, naming the node (PF_ERR_UNSUPPORTED). Symbolic
+ * batch dims propagate where the rule is clear (elementwise, conv, pool...).
+ * Values over 2^40 bytes are refused (PF_ERR_FORMAT). Errors name node,
+ * input and dims. */
 pf_status pf_ir_infer_shapes(pf_ir_graph *g);
 /* Infers one node (used by the importers and the folder). */
 pf_status pf_ir_infer_node(pf_ir_graph *g, int node);
