@@ -39,7 +39,9 @@
  *
  * Executors. An executor binds a model to a device and a precision and owns
  * everything a run needs: a plan per batch size (built on first use, or all up
- * front with pf_nn_exec_reserve), one memory arena sized by liveness planning,
+ * front with pf_nn_exec_reserve; on CUDA only powers of two up to max_batch
+ * are planned and a run of n frames uses the next one, padded inside the
+ * executor, so a dynamic batcher's many sizes cost few plans), one memory arena sized by liveness planning,
  * weights on the device, and on CUDA a captured CUDA graph per batch size.
  * Runs take tensors that are already where the executor's device can read
  * them (host for the CPU, device memory for CUDA): nothing is copied behind

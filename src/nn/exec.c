@@ -14,7 +14,9 @@
  *   name and the offending dim or dtype.
  * - The batch of a run comes from the caller's inputs: the dims that are
  *   symbolic in the model (PF_IR_DIM_BATCH) must all agree and lie in
- *   [1, max_batch]. Fixed-batch models have one plan, at their batch.
+ *   [1, max_batch]. Fixed-batch models have one plan, at their batch. On
+ *   CUDA a run uses the plan of the next power of two (plan_batch), the
+ *   backend copying the caller's rows into the plan's padded buffers.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +40,7 @@ struct pf_nn_exec {
     pf_device_type dev_type;
     exec_plan *plans;
     int n_plans, cap_plans;
+    bool bucketed;       /* CUDA, symbolic batch: plans at powers of two (see plan_batch) */
     int64_t runs;
     double last_run_ms;
 };
@@ -99,6 +102,7 @@ pf_status pf_nn_exec_create(pf_model *m, const pf_nn_exec_params *p, pf_nn_exec 
     x->be = be;
     x->params = prm;
     x->dev_type = t;
+    x->bucketed = t == PF_DEVICE_CUDA && pf_model_has_symbolic_batch(m) && prm.max_batch > 1;
     pf_status st = be->ctx_create(&x->params, &x->ctx);
     if (st) {
         free(x);
@@ -162,6 +166,21 @@ static pf_status get_plan(pf_nn_exec *x, int64_t batch, exec_plan **out)
     return PF_OK;
 }
 
+/* The plan batch for a run of `n`. On CUDA a run of n frames uses the plan
+ * of the next power of two (capped at max_batch): the backend copies the
+ * caller's n rows into the plan's own input buffers anyway, so padding is
+ * free, while every new batch size would cost a plan (cuDNN algorithm
+ * timing, a graph capture: ~0.1 s each). A dynamic batcher hands out many
+ * sizes; this keeps them to log2(max_batch) + 1 plans. The CPU reads inputs
+ * in place, so it plans each size it sees. */
+static int64_t plan_batch(const pf_nn_exec *x, int64_t n)
+{
+    if (!x->bucketed) return n;
+    int64_t b = 1;
+    while (b < n) b <<= 1;
+    return b < x->params.max_batch ? b : x->params.max_batch;
+}
+
 pf_status pf_nn_exec_reserve(pf_nn_exec *x)
 {
     PF_CHECK_ARG(x, "pf_nn_exec_reserve", "NULL executor");
@@ -169,6 +188,7 @@ pf_status pf_nn_exec_reserve(pf_nn_exec *x)
     if (!pf_model_has_symbolic_batch(x->model))
         return get_plan(x, pf_model_fixed_batch(x->model), &e);
     for (int b = 1; b <= x->params.max_batch; b++) {
+        if (plan_batch(x, b) != b) continue;
         pf_status st = get_plan(x, b, &e);
         if (st) return st;
     }
@@ -304,6 +324,15 @@ static bool overlaps(const pf_tensor *a, const pf_tensor *b)
     return a0 < b0 + nb && b0 < a0 + na;
 }
 
+/* v as the caller's tensor must be at `batch`: the model's symbolic dims
+ * (-1 in its I/O description) take the run's batch, whatever the plan's. */
+static void at_batch(pf_ir_value *v, pf_model_io io, int64_t batch)
+{
+    if (io.ndim != v->ndim) return;
+    for (int d = 0; d < v->ndim; d++)
+        if (io.shape[d] < 0) v->dims[d] = batch;
+}
+
 static pf_status validate(pf_nn_exec *x, const pf_tensor *in, int n_in, pf_tensor *out,
                           int n_out, exec_plan **plan)
 {
@@ -318,18 +347,22 @@ static pf_status validate(pf_nn_exec *x, const pf_tensor *in, int n_in, pf_tenso
     pf_status st = run_batch(x, in, &batch);
     if (st) return st;
     exec_plan *e = NULL;
-    st = get_plan(x, batch, &e);
+    st = get_plan(x, plan_batch(x, batch), &e);
     if (st) return st;
     const pf_ir_graph *g = e->g;
     if (g->n_inputs != n_in || g->n_outputs != n_out)
         return pf_set_error(PF_ERR_INTERNAL, "%s: the batch-%lld graph has %d inputs, %d outputs",
-                            exec_fn, (long long)batch, g->n_inputs, g->n_outputs);
+                            exec_fn, (long long)e->batch, g->n_inputs, g->n_outputs);
     for (int i = 0; i < n_in; i++) {
-        st = check_tensor(x, &in[i], &g->values[g->inputs[i]], "input", i);
+        pf_ir_value v = g->values[g->inputs[i]];
+        at_batch(&v, pf_model_input(m, i), batch);
+        st = check_tensor(x, &in[i], &v, "input", i);
         if (st) return st;
     }
     for (int i = 0; i < n_out; i++) {
-        st = check_tensor(x, &out[i], &g->values[g->outputs[i]], "output", i);
+        pf_ir_value v = g->values[g->outputs[i]];
+        at_batch(&v, pf_model_output(m, i), batch);
+        st = check_tensor(x, &out[i], &v, "output", i);
         if (st) return st;
         for (int j = 0; j < n_in; j++)
             if (overlaps(&out[i], &in[j]))

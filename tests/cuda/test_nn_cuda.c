@@ -1409,6 +1409,63 @@ static void test_models(void)
     printf("    %d models compared\n", ran);
 }
 
+/* A dynamic batcher hands out any batch size; on CUDA an executor plans only
+ * powers of two (capped at max_batch) and runs smaller batches padded:
+ * batches 3 and 5 on one executor with max_batch 8 make two plans (4, 8) and
+ * must equal the CPU at batch 3 and 5, with graphs on and the padded rows
+ * holding the other batch's data. */
+static void test_batch_buckets(void)
+{
+    static const char *models[] = {
+        "selfie_segmentation/selfie_segmentation.tflite",
+        "face_detection/face_detection_short_range.tflite",
+    };
+    const char *root = getenv("PF_SOURCE_DIR");
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/node_modules/@mediapipe/%s", root ? root : ".", models[i]);
+        pf_model *m = NULL;
+        if (pf_model_load(path, &m) != PF_OK) {
+            printf("    (%s not loadable: skipped)\n", path);
+            continue;
+        }
+        if (pf_model_input(m, 0).shape[0] != -1) {
+            printf("    (%s has a fixed batch: skipped)\n", models[i]);
+            pf_model_free(&m);
+            continue;
+        }
+        pf_nn_exec_params p = pf_nn_exec_params_default();
+        p.device = g_dev;
+        p.max_batch = 8;
+        pf_nn_exec *x = NULL;
+        CHECK_OK(pf_nn_exec_create(m, &p, &x));
+        static const int batches[] = {5, 3, 5, 3};
+        for (int k = 0; x && k < 4; k++) {
+            io o;
+            bool ok = io_setup(&o, m, batches[k], 0, 1) && io_device(&o, PF_DTYPE_F32);
+            CHECK(ok);
+            for (int r = 0; ok && r < 2; r++)
+                CHECK_OK(pf_nn_exec_run(x, g_stream, o.din, o.n_in, o.dout, o.n_out));
+            CHECK_OK(pf_stream_synchronize(g_stream));
+            for (int j = 0; ok && j < o.n_out; j++) {
+                double me, sc;
+                bool good = compare_out(&o.hout[j], &o.dout[j], 2, &me, &sc);
+                CHECK(good);
+                printf("    %-40s batch %d (plan %d) out %d: max abs err %.3g (scale %.3g)\n",
+                       models[i], batches[k], batches[k] > 4 ? 8 : 4, j, me, sc);
+            }
+            io_free(&o);
+        }
+        pf_nn_exec_stats st;
+        if (x) {
+            CHECK_OK(pf_nn_exec_get_stats(x, &st));
+            CHECK_EQ_INT(st.plans, 2);
+        }
+        pf_nn_exec_destroy(&x);
+        pf_model_free(&m);
+    }
+}
+
 int main(void)
 {
     g_dev = pf_test_cuda_device_or_skip();
@@ -1435,6 +1492,7 @@ int main(void)
     PF_RUN(test_capture_with_shared_stream);
     PF_RUN(test_two_streams);
     PF_RUN(test_models);
+    PF_RUN(test_batch_buckets);
     pf_stream_destroy(&g_stream);
     pf_allocator_destroy(&g_alloc);
     return pf_test_finish();

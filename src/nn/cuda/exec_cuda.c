@@ -734,6 +734,13 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
     if (ce == cudaSuccess) ce = cudaEventCreateWithFlags(&p->ev_done, cudaEventDisableTiming);
     if (ce == cudaSuccess) ce = cudaStreamCreateWithFlags(&p->gstream, cudaStreamNonBlocking);
     if (ce != cudaSuccess) st = cu_fail(ce, "cudaEventCreate/cudaStreamCreate");
+    /* Runs smaller than the plan's batch leave the last input rows as they
+     * are (batch_view): zero them once so they are finite from the start. */
+    for (int k = 0; st == PF_OK && k < g->n_inputs; k++) {
+        if (!p->vin[k].data) continue;
+        ce = cudaMemset(p->vin[k].data, 0, tensor_bytes(&p->vin[k]));
+        if (ce != cudaSuccess) st = cu_fail(ce, "cudaMemset (plan inputs)");
+    }
 
 done:
     pf_ir_mem_plan_free(&mp);
@@ -790,6 +797,18 @@ static pf_status run_step(pf_cux_ctx *c, plan *p, step *s, cudaStream_t cs)
     }
 }
 
+/* A run may carry fewer rows than the plan's batch (exec.c rounds the batch
+ * up to a planned size): the plan tensor is then viewed at the caller's
+ * batch. The batch is dim 0 and has the largest stride in every layout the
+ * plan uses (NCHW, NHWC), so the first n rows are a prefix of the buffer;
+ * the rows past them hold stale data that no row of the caller reads (ops
+ * do not mix samples across the batch). */
+static void batch_view(pf_nn_cu_tensor *plan_t, const pf_nn_cu_tensor *user)
+{
+    if (plan_t->ndim == user->ndim && plan_t->ndim > 0 && user->dims[0] < plan_t->dims[0])
+        plan_t->dims[0] = user->dims[0];
+}
+
 /* The caller's inputs into the plan's input buffers (dtype and layout
  * conversion), on the caller's stream. */
 static pf_status copy_inputs(plan *p, cudaStream_t cs, const pf_tensor *in)
@@ -803,7 +822,9 @@ static pf_status copy_inputs(plan *p, cudaStream_t cs, const pf_tensor *in)
             memcpy(u.dims, p->vin[k].dims, sizeof u.dims);
             set_strides(&u, false);
         }
-        pf_status st = pf_nn_cuda_copy(&u, &p->vin[k], cs);
+        pf_nn_cu_tensor v = p->vin[k];
+        batch_view(&v, &u);
+        pf_status st = pf_nn_cuda_copy(&u, &v, cs);
         if (st != PF_OK) return st;
     }
     return PF_OK;
@@ -819,7 +840,9 @@ static pf_status copy_outputs(plan *p, cudaStream_t cs, pf_tensor *out)
             memcpy(u.dims, p->vout[k].dims, sizeof u.dims);
             set_strides(&u, false);
         }
-        pf_status st = pf_nn_cuda_copy(&p->vout[k], &u, cs);
+        pf_nn_cu_tensor v = p->vout[k];
+        batch_view(&v, &u);
+        pf_status st = pf_nn_cuda_copy(&v, &u, cs);
         if (st != PF_OK) return st;
     }
     return PF_OK;
