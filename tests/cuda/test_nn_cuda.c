@@ -943,16 +943,21 @@ static void test_resize_align_corners_scales(void)
 static void test_nhwc_pool_resize(void)
 {
     static const int zp[2] = {1, 1};
-    for (int k = 0; k < 4; k++) {
+    /* k 4, 5: 40 channels of a 37x33 map at batch 1: two channel blocks, so
+     * the pixels are split into slices (partials, then a combine). */
+    for (int k = 0; k < 6; k++) {
         gb b = gb_new("nhwc_gpool");
-        int64_t d[4] = {k < 2 ? 2 : 8, 5, 9, 7};
-        int c = conv_ex(&b, gb_in(&b, 4, d), 5, 12, 3, 1, zp, zp, 1, 1, PF_IR_ACT_RELU, 0, 0, true);
+        const bool big = k >= 4;
+        int64_t d[4] = {big ? 1 : (k < 2 ? 2 : 8), 5, big ? 37 : 9, big ? 33 : 7};
+        const int ch = big ? 40 : 12;
+        int c = conv_ex(&b, gb_in(&b, 4, d), 5, ch, 3, 1, zp, zp, 1, 1, PF_IR_ACT_RELU, 0, 0, true);
         int p = gb1(&b, k % 2 ? PF_IR_GLOBAL_MAXPOOL : PF_IR_GLOBAL_AVGPOOL, c, NULL);
         static const int z0[2] = {0, 0};
-        if (k >= 2) p = conv_ex(&b, p, 12, 6, 1, 1, z0, z0, 1, 1, PF_IR_ACT_NONE, 0, 0, true);
-        char label[64];
+        if (k >= 2 && !big)
+            p = conv_ex(&b, p, 12, 6, 1, 1, z0, z0, 1, 1, PF_IR_ACT_NONE, 0, 0, true);
+        char label[80];
         snprintf(label, sizeof label, "conv -> %s%s", k % 2 ? "GlobalMaxPool" : "GlobalAveragePool",
-                 k >= 2 ? " -> conv, batch 8" : "");
+                 big ? ", 40x37x33, split pixels" : (k >= 2 ? " -> conv, batch 8" : ""));
         check_model(gb_model(&b, p), label, -1, 1, false);
     }
     static const struct { int mode, coord; double s; } rs[] = {

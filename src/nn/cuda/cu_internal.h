@@ -108,6 +108,11 @@ int pf_cu_launch_pool(const pf_cu_pool *p, const void *in, void *out, int dt, vo
 int pf_cu_launch_gpool_cl(const void *in, void *out, int dt, int64_t n, int64_t c, int64_t hw,
                           int is_max, int64_t in_sn, int64_t in_sp, int64_t out_sn,
                           int64_t out_sc, void *stream);
+/* The same with the pixels split into `slices` blocks per (image, 32
+ * channels), partials in `part` (n * slices * c floats), then combined. */
+int pf_cu_launch_gpool_split(const void *in, void *out, float *part, int dt, int64_t n,
+                             int64_t c, int64_t hw, int64_t slices, int is_max, int64_t in_sn,
+                             int64_t in_sp, int64_t out_sn, int64_t out_sc, void *stream);
 
 /* resize.cu: any rank; linear mode interpolates up to 3 axes. */
 typedef struct pf_cu_resize {

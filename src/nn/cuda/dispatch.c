@@ -9,6 +9,20 @@
 #include "../../core/error.h"
 #include "cu_internal.h"
 
+
+/* Pixel slices for global pooling of a channels-last [n, c, hw] map: enough
+ * (image, 32 channels, slice) blocks to fill the GPU (~128), each slice at
+ * least 64 pixels; 1 = the unsplit kernel. */
+static int64_t gpool_slices(int64_t n, int64_t c, int64_t hw)
+{
+    const int64_t blocks = n * ((c + 31) / 32);
+    if (blocks >= 128) return 1;
+    int64_t s = (128 + blocks - 1) / blocks;
+    if (s > hw / 64) s = hw / 64;
+    if (s > 256) s = 256;
+    return s < 1 ? 1 : s;
+}
+
 static size_t esz(pf_ir_dtype t)
 {
     switch (t) {
@@ -536,12 +550,25 @@ pf_status pf_nn_cuda_run_node(const pf_ir_graph *g, int node, const pf_nn_cu_ten
          * which has a block per channel. */
         if (x->ndim == 4 && x->strides[1] == 1 && x->dims[1] > 1 && x->dims[2] * x->dims[3] > 0 &&
             x->strides[2] == x->dims[3] * x->strides[3] && x->dims[0] <= 65535 &&
-            x->dtype == y->dtype && x->dims[0] * ((x->dims[1] + 31) / 32) >= 128) {
-            LAUNCH(pf_cu_launch_gpool_cl(x->data, y->data, y->dtype, x->dims[0], x->dims[1],
-                                         x->dims[2] * x->dims[3],
-                                         n->op == PF_IR_GLOBAL_MAXPOOL, x->strides[0],
-                                         x->strides[3], y->strides[0], y->strides[1], stream));
-            return PF_OK;
+            x->dtype == y->dtype) {
+            const int64_t slices = gpool_slices(x->dims[0], x->dims[1], x->dims[2] * x->dims[3]);
+            if (slices == 1) {
+                LAUNCH(pf_cu_launch_gpool_cl(x->data, y->data, y->dtype, x->dims[0], x->dims[1],
+                                             x->dims[2] * x->dims[3],
+                                             n->op == PF_IR_GLOBAL_MAXPOOL, x->strides[0],
+                                             x->strides[3], y->strides[0], y->strides[1], stream));
+                return PF_OK;
+            }
+            /* Few channel blocks (SE blocks at batch 1): split the pixels too. */
+            const size_t need = (size_t)(x->dims[0] * slices * x->dims[1]) * sizeof(float);
+            if (scratch && need <= scratch_bytes) {
+                LAUNCH(pf_cu_launch_gpool_split(x->data, y->data, scratch, y->dtype, x->dims[0],
+                                                x->dims[1], x->dims[2] * x->dims[3], slices,
+                                                n->op == PF_IR_GLOBAL_MAXPOOL, x->strides[0],
+                                                x->strides[3], y->strides[0], y->strides[1],
+                                                stream));
+                return PF_OK;
+            }
         }
         pf_cu_rows r;
         unsigned mask = 0;
@@ -675,7 +702,10 @@ bool pf_nn_cuda_kernel_supports(const pf_ir_graph *g, int node, char *why, size_
 
 size_t pf_nn_cuda_kernel_scratch(const pf_ir_graph *g, int node)
 {
-    (void)g;
-    (void)node;
-    return 0;
+    const pf_ir_node *n = &g->nodes[node];
+    if (n->op != PF_IR_GLOBAL_AVGPOOL && n->op != PF_IR_GLOBAL_MAXPOOL) return 0;
+    const pf_ir_value *x = &g->values[n->in[0]];
+    if (x->ndim != 4 || x->dims[2] * x->dims[3] <= 0) return 0;
+    const int64_t slices = gpool_slices(x->dims[0], x->dims[1], x->dims[2] * x->dims[3]);
+    return slices > 1 ? (size_t)(x->dims[0] * slices * x->dims[1]) * sizeof(float) : 0;
 }

@@ -685,6 +685,9 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
         } else if (s->kind == K_GEMM) {
             st = pf_cux_gemm_prepare(c, g, i, s->in, &s->out[0], &s->gemm);
             if (st != PF_OK) goto done;
+        } else {
+            const size_t need = pf_nn_cuda_kernel_scratch(g, i);
+            if (need > ws) ws = need;
         }
         p->n_steps++;
     }

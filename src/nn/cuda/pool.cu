@@ -114,6 +114,48 @@ __global__ void gpool_cl_k(const void *in, void *out, int dt, int C, int HW, int
     stf(out, dt, (i64)b * out_sn + (i64)c * out_sc, acc);
 }
 
+/* The same split over `S` slices of the pixels, for maps with few channel
+ * blocks (SE blocks at batch 1: 30 blocks would leave most SMs idle): block
+ * (channel group, image, slice) writes its partial (sum or max, f32) to
+ * part[(b * S + s) * C + c]; gpool_fin_k combines the S partials. */
+__global__ void gpool_part_k(const void *in, float *part, int dt, int C, int HW, int S, int is_max,
+                             long long in_sn, long long in_sp)
+{
+    __shared__ float sh[8][33];
+    const int c = blockIdx.x * 32 + threadIdx.x;
+    const int b = blockIdx.y, sl = blockIdx.z;
+    const int q0 = (int)((long long)HW * sl / S), q1 = (int)((long long)HW * (sl + 1) / S);
+    float acc = is_max ? -INFINITY : 0.0f;
+    if (c < C) {
+        const i64 base = (i64)b * in_sn + c;
+        for (int q = q0 + (int)threadIdx.y; q < q1; q += (int)blockDim.y) {
+            const float v = ldf(in, dt, base + (i64)q * in_sp);
+            acc = is_max ? fmaxf(acc, v) : acc + v;
+        }
+    }
+    sh[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y || c >= C) return;
+    for (int k = 1; k < (int)blockDim.y; k++)
+        acc = is_max ? fmaxf(acc, sh[k][threadIdx.x]) : acc + sh[k][threadIdx.x];
+    part[((i64)b * S + sl) * C + c] = acc;
+}
+
+__global__ void gpool_fin_k(const float *part, void *out, int dt, int n, int C, int HW, int S,
+                            int is_max, long long out_sn, long long out_sc)
+{
+    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (i64)n * C) return;
+    const int b = (int)(i / C), c = (int)(i % C);
+    float acc = part[(i64)b * S * C + c];
+    for (int sl = 1; sl < S; sl++) {
+        const float v = part[((i64)b * S + sl) * C + c];
+        acc = is_max ? fmaxf(acc, v) : acc + v;
+    }
+    if (!is_max) acc /= (float)HW;
+    stf(out, dt, (i64)b * out_sn + (i64)c * out_sc, acc);
+}
+
 /* Large windows (SE blocks pool a whole 64x64 map into one value): one warp
  * per output, lanes striding over the window, then a shuffle reduction. */
 __global__ void pool_warp_k(pf_cu_pool p, const void *in, void *out, int dt, i64 n)
@@ -186,5 +228,22 @@ extern "C" int pf_cu_launch_gpool_cl(const void *in, void *out, int dt, int64_t 
     dim3 grid((unsigned)((c + 31) / 32), (unsigned)n), block(32, 8);
     gpool_cl_k<<<grid, block, 0, (cudaStream_t)stream>>>(in, out, dt, (int)c, (int)hw, is_max,
                                                          in_sn, in_sp, out_sn, out_sc);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int pf_cu_launch_gpool_split(const void *in, void *out, float *part, int dt, int64_t n,
+                                        int64_t c, int64_t hw, int64_t slices, int is_max,
+                                        int64_t in_sn, int64_t in_sp, int64_t out_sn,
+                                        int64_t out_sc, void *stream)
+{
+    if (hw == 0 || n > 65535 || slices < 1 || slices > 65535 || c >= (1ll << 31) ||
+        hw >= (1ll << 31))
+        return (int)cudaErrorInvalidValue;
+    dim3 grid((unsigned)((c + 31) / 32), (unsigned)n, (unsigned)slices), block(32, 8);
+    gpool_part_k<<<grid, block, 0, (cudaStream_t)stream>>>(in, part, dt, (int)c, (int)hw,
+                                                           (int)slices, is_max, in_sn, in_sp);
+    const int64_t total = n * c;
+    gpool_fin_k<<<(unsigned)((total + 255) / 256), 256, 0, (cudaStream_t)stream>>>(
+        part, out, dt, (int)n, (int)c, (int)hw, (int)slices, is_max, out_sn, out_sc);
     return (int)cudaGetLastError();
 }
