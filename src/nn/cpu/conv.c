@@ -39,92 +39,27 @@
 /* Most floats of one im2col block (4 MiB); at least MIN_COLS columns. */
 enum { COL_CAP = 1 << 20, MIN_COLS = 256 };
 
-typedef struct conv_geom {
-    int64_t N, C, H, W;       /* input (1D: H = 1) */
-    int64_t M, OH, OW;        /* output */
-    int64_t kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
-    int64_t group, Cg, Mg;
-} conv_geom;
+typedef pf_nn_conv_geom conv_geom;
 
 /* Reads the geometry; 0 on success, else writes why. */
 static int conv_geom_get(const pf_ir_graph *g, const pf_ir_node *n, conv_geom *s, char *why,
                          size_t why_size)
 {
-    const pf_ir_conv_attr *at = &n->attr.conv;
-    if (n->n_in < 2 || n->n_out < 1 || n->in[0] < 0 || n->in[1] < 0) {
-        snprintf(why, why_size, "needs inputs X and W");
+    if (pf_nn_conv_geom_read(g, n, "conv", s, why, why_size)) return -1;
+    if (s->pt < 0 || s->pb < 0 || s->pl < 0 || s->pr < 0) {
+        snprintf(why, why_size, "pads must be >= 0 (unresolved attrs?)");
         return -1;
     }
-    const pf_ir_value *x = &g->values[n->in[0]], *w = &g->values[n->in[1]];
-    const pf_ir_value *y = &g->values[n->out[0]];
-    int nsp = at->nsp;
-    if (nsp != 1 && nsp != 2) {
-        snprintf(why, why_size, "%d spatial dims (only 1D and 2D)", nsp);
-        return -1;
-    }
-    if (x->ndim != nsp + 2 || w->ndim != nsp + 2 || y->ndim != nsp + 2) {
-        snprintf(why, why_size, "ranks X %d, W %d, Y %d for a %dD conv", x->ndim, w->ndim,
-                 y->ndim, nsp);
-        return -1;
-    }
-    if (x->dtype != PF_IR_F32 || w->dtype != PF_IR_F32 || y->dtype != PF_IR_F32) {
-        snprintf(why, why_size, "dtype %s (only f32)", pf_ir_dtype_name(x->dtype));
-        return -1;
-    }
-    memset(s, 0, sizeof *s);
-    s->N = x->dims[0];
-    s->C = x->dims[1];
-    s->M = w->dims[0];
-    s->group = at->group > 0 ? at->group : 1;
-    s->H = s->OH = s->kh = s->sh = s->dh = 1;
-    int d = 0;
-    if (nsp == 2) {
-        s->H = x->dims[2];
-        s->OH = y->dims[2];
-        s->kh = w->dims[2];
-        s->sh = at->stride[0];
-        s->dh = at->dilation[0];
-        s->pt = at->pad_begin[0];
-        s->pb = at->pad_end[0];
-        d = 1;
-    }
-    s->W = x->dims[nsp + 1];
-    s->OW = y->dims[nsp + 1];
-    s->kw = w->dims[nsp + 1];
-    s->sw = at->stride[d];
-    s->dw = at->dilation[d];
-    s->pl = at->pad_begin[d];
-    s->pr = at->pad_end[d];
-    if (s->sh < 1 || s->sw < 1 || s->dh < 1 || s->dw < 1 || s->pt < 0 || s->pb < 0 ||
-        s->pl < 0 || s->pr < 0) {
-        snprintf(why, why_size, "strides/dilations must be >= 1 and pads >= 0 (unresolved attrs?)");
-        return -1;
-    }
-    if (s->C % s->group || s->M % s->group || w->dims[1] * s->group != s->C) {
+    s->M = s->w0;
+    if (s->C % s->group || s->M % s->group || s->w1 * s->group != s->C) {
         snprintf(why, why_size, "X has %lld channels, W is [%lld, %lld, ...] with group %lld",
-                 (long long)s->C, (long long)s->M, (long long)w->dims[1], (long long)s->group);
+                 (long long)s->C, (long long)s->M, (long long)s->w1, (long long)s->group);
         return -1;
     }
-    s->Cg = s->C / s->group;
-    s->Mg = s->M / s->group;
     int64_t eh = (s->kh - 1) * s->dh + 1, ew = (s->kw - 1) * s->dw + 1;
     int64_t oh = (s->H + s->pt + s->pb - eh) / s->sh + 1;
     int64_t ow = (s->W + s->pl + s->pr - ew) / s->sw + 1;
-    if (y->dims[0] != s->N || y->dims[1] != s->M || s->OH != oh || s->OW != ow || oh < 1 || ow < 1) {
-        snprintf(why, why_size, "output value has dims [%lld, %lld, %lld, %lld], expected "
-                 "[%lld, %lld, %lld, %lld]", (long long)y->dims[0], (long long)y->dims[1],
-                 (long long)s->OH, (long long)s->OW, (long long)s->N, (long long)s->M,
-                 (long long)oh, (long long)ow);
-        return -1;
-    }
-    if (n->n_in > 2 && n->in[2] >= 0) {
-        const pf_ir_value *b = &g->values[n->in[2]];
-        if (b->dtype != PF_IR_F32 || b->ndim != 1 || b->dims[0] != s->M) {
-            snprintf(why, why_size, "bias must be f32 [%lld]", (long long)s->M);
-            return -1;
-        }
-    }
-    return 0;
+    return pf_nn_conv_geom_finish(g, n, s, oh, ow, why, why_size);
 }
 
 /* Products with at most this many input rows (Cg*kh*kw) go to

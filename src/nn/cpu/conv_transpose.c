@@ -22,95 +22,27 @@
 
 enum { CT_COL_CAP = 1 << 20, CT_MIN_COLS = 256 };
 
-typedef struct ct_geom {
-    int64_t N, C, H, W;       /* input (1D: H = 1) */
-    int64_t M, OH, OW;        /* output */
-    int64_t kh, kw, sh, sw, dh, dw, pt, pl;
-    int64_t group, Cg, Mg;
-} ct_geom;
+typedef pf_nn_conv_geom ct_geom;
 
+/* Negative pads are allowed: they only shift or grow the output window (how
+ * output_shape resolves when it exceeds the natural size). */
 static int ct_geom_get(const pf_ir_graph *g, const pf_ir_node *n, ct_geom *s, char *why,
                        size_t why_size)
 {
-    const pf_ir_conv_attr *at = &n->attr.conv;
-    if (n->n_in < 2 || n->n_out < 1 || n->in[0] < 0 || n->in[1] < 0) {
-        snprintf(why, why_size, "needs inputs X and W");
+    if (pf_nn_conv_geom_read(g, n, "transposed conv", s, why, why_size)) return -1;
+    if (s->oph < 0 || s->opw < 0) {
+        snprintf(why, why_size, "output_padding must be >= 0");
         return -1;
     }
-    const pf_ir_value *x = &g->values[n->in[0]], *w = &g->values[n->in[1]];
-    const pf_ir_value *y = &g->values[n->out[0]];
-    int nsp = at->nsp;
-    if (nsp != 1 && nsp != 2) {
-        snprintf(why, why_size, "%d spatial dims (only 1D and 2D)", nsp);
-        return -1;
-    }
-    if (x->ndim != nsp + 2 || w->ndim != nsp + 2 || y->ndim != nsp + 2) {
-        snprintf(why, why_size, "ranks X %d, W %d, Y %d for a %dD transposed conv", x->ndim,
-                 w->ndim, y->ndim, nsp);
-        return -1;
-    }
-    if (x->dtype != PF_IR_F32 || w->dtype != PF_IR_F32 || y->dtype != PF_IR_F32) {
-        snprintf(why, why_size, "dtype %s (only f32)", pf_ir_dtype_name(x->dtype));
-        return -1;
-    }
-    memset(s, 0, sizeof *s);
-    s->N = x->dims[0];
-    s->C = x->dims[1];
-    s->group = at->group > 0 ? at->group : 1;
-    s->Mg = w->dims[1];
-    s->M = s->Mg * s->group;
-    s->H = s->OH = s->kh = s->sh = s->dh = 1;
-    int64_t oph = 0, pbh = 0;
-    int d = 0;
-    if (nsp == 2) {
-        s->H = x->dims[2];
-        s->OH = y->dims[2];
-        s->kh = w->dims[2];
-        s->sh = at->stride[0];
-        s->dh = at->dilation[0];
-        s->pt = at->pad_begin[0];
-        pbh = at->pad_end[0];
-        oph = at->output_padding[0];
-        d = 1;
-    }
-    s->W = x->dims[nsp + 1];
-    s->OW = y->dims[nsp + 1];
-    s->kw = w->dims[nsp + 1];
-    s->sw = at->stride[d];
-    s->dw = at->dilation[d];
-    s->pl = at->pad_begin[d];
-    int64_t pbw = at->pad_end[d], opw = at->output_padding[d];
-    /* Negative pads are allowed: they only shift or grow the output window
-     * (how output_shape resolves when it exceeds the natural size). */
-    if (s->sh < 1 || s->sw < 1 || s->dh < 1 || s->dw < 1 || oph < 0 || opw < 0) {
-        snprintf(why, why_size, "strides/dilations must be >= 1, output_padding >= 0");
-        return -1;
-    }
-    if (s->C % s->group || w->dims[0] != s->C) {
+    s->M = s->w1 * s->group;
+    if (s->C % s->group || s->w0 != s->C) {
         snprintf(why, why_size, "X has %lld channels, W is [%lld, %lld, ...] with group %lld",
-                 (long long)s->C, (long long)w->dims[0], (long long)w->dims[1],
-                 (long long)s->group);
+                 (long long)s->C, (long long)s->w0, (long long)s->w1, (long long)s->group);
         return -1;
     }
-    s->Cg = s->C / s->group;
-    int64_t oh = s->sh * (s->H - 1) + oph + (s->kh - 1) * s->dh + 1 - s->pt - pbh;
-    int64_t ow = s->sw * (s->W - 1) + opw + (s->kw - 1) * s->dw + 1 - s->pl - pbw;
-    if (y->dims[0] != s->N || y->dims[1] != s->M || s->OH != oh || s->OW != ow || oh < 1 ||
-        ow < 1) {
-        snprintf(why, why_size, "output value has dims [%lld, %lld, %lld, %lld], expected "
-                 "[%lld, %lld, %lld, %lld]", (long long)y->dims[0], (long long)y->dims[1],
-                 (long long)s->OH, (long long)s->OW, (long long)s->N, (long long)s->M,
-                 (long long)oh, (long long)ow);
-        return -1;
-    }
-    if (n->n_in > 2 && n->in[2] >= 0) {
-        const pf_ir_value *b = &g->values[n->in[2]];
-        if (b->dtype != PF_IR_F32 || b->ndim != 1 || b->dims[0] != s->M) {
-            snprintf(why, why_size, "bias must be f32 [%lld]", (long long)s->M);
-            return -1;
-        }
-    }
-    return 0;
+    int64_t oh = s->sh * (s->H - 1) + s->oph + (s->kh - 1) * s->dh + 1 - s->pt - s->pb;
+    int64_t ow = s->sw * (s->W - 1) + s->opw + (s->kw - 1) * s->dw + 1 - s->pl - s->pr;
+    return pf_nn_conv_geom_finish(g, n, s, oh, ow, why, why_size);
 }
 
 static int ct_is_pointwise(const ct_geom *s)

@@ -63,6 +63,26 @@ void pf_nn_cpu_parallel(pf_threadpool *pool, void (*fn)(void *ctx, int ith, int 
 /* Error helper: sets the message "<node desc>: <fmt...>" and returns st. */
 pf_status pf_nn_cpu_fail(const pf_nn_cpu_args *a, pf_status st, const char *fmt, ...);
 
+/* conv_geom.c: the geometry of a CONV / CONV_TRANSPOSE node. Spatial
+ * fields of 1D convs are H = OH = kh = sh = dh = 1, pads 0. */
+typedef struct pf_nn_conv_geom {
+    int64_t N, C, H, W;                 /* input */
+    int64_t M, OH, OW, YN, YC;          /* output (M set by the op; YN, YC: Y's dims) */
+    int64_t kh, kw, sh, sw, dh, dw;
+    int64_t pt, pl, pb, pr;             /* pad begin (top, left) and end (bottom, right) */
+    int64_t oph, opw;                   /* ConvTranspose output_padding */
+    int64_t w0, w1;                     /* W's first two dims */
+    int64_t group, Cg, Mg;              /* Cg, Mg: set by pf_nn_conv_geom_finish */
+} pf_nn_conv_geom;
+/* Inputs, ranks (`what` names the op in the message), f32 dtypes, strides
+ * and dilations >= 1; fills everything but M, Cg, Mg. 0, or -1 with `why`. */
+int pf_nn_conv_geom_read(const pf_ir_graph *g, const pf_ir_node *n, const char *what,
+                         pf_nn_conv_geom *s, char *why, size_t why_size);
+/* With s->M set by the op and its expected output size oh x ow: sets Cg, Mg
+ * and checks Y's dims and the bias [M]. 0, or -1 with `why`. */
+int pf_nn_conv_geom_finish(const pf_ir_graph *g, const pf_ir_node *n, pf_nn_conv_geom *s,
+                           int64_t oh, int64_t ow, char *why, size_t why_size);
+
 /* ---- Kernels, by file ------------------------------------------------------- */
 /* conv.c */
 pf_status pf_nn_cpu_conv(const pf_nn_cpu_args *a);
