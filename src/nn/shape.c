@@ -102,6 +102,15 @@ static void set_unknown(ctx *c)
     for (int k = 0; k < c->n->n_out; k++) c->g->values[c->n->out[k]].ndim = -1;
 }
 
+/* The usual way out when a shape cannot be known yet: outputs unknown, the
+ * first output's dtype known. */
+static pf_status unknown_as(ctx *c, pf_ir_dtype dtype)
+{
+    set_unknown(c);
+    c->g->values[c->n->out[0]].dtype = dtype;
+    return PF_OK;
+}
+
 static shp shape_of(const pf_ir_value *v)
 {
     shp s;
@@ -408,9 +417,7 @@ static pf_status infer_elementwise(ctx *c, pf_ir_dtype out_dt)
         const pf_ir_value *v = IN(c, i);
         if (!v) continue;
         if (!known(v)) {
-            set_unknown(c);
-            c->g->values[c->n->out[0]].dtype = out_dt;
-            return PF_OK;
+            return unknown_as(c, out_dt);
         }
         if (first) {
             acc = shape_of(v);
@@ -467,9 +474,7 @@ static pf_status infer_concat(ctx *c)
     if (!v0) return node_err(c->g, c->id, PF_ERR_FORMAT, "input 0 is absent");
     for (int i = 0; i < c->n->n_in; i++)
         if (!known(IN(c, i))) {
-            set_unknown(c);
-            c->g->values[c->n->out[0]].dtype = v0->dtype;
-            return PF_OK;
+            return unknown_as(c, v0->dtype);
         }
     int r = v0->ndim;
     int64_t axis = c->n->attr.axis.axis;
@@ -502,9 +507,7 @@ static pf_status infer_concat(ctx *c)
     }
     if (sym) {
         /* Concatenating along the batch needs its value. */
-        set_unknown(c);
-        c->g->values[c->n->out[0]].dtype = v0->dtype;
-        return PF_OK;
+        return unknown_as(c, v0->dtype);
     }
     o.d[axis] = sum;
     set_out(c, 0, v0->dtype, &o);
@@ -536,9 +539,7 @@ static pf_status infer_reshape(ctx *c)
     pf_ir_reshape_attr *a = &c->n->attr.reshape;
     if (!x) return node_err(c->g, c->id, PF_ERR_FORMAT, "input 0 is absent");
     if (!known(x) || (c->n->n_in > 1 && pending_input(c, 1))) {
-        set_unknown(c);
-        c->g->values[c->n->out[0]].dtype = x->dtype;
-        return PF_OK;
+        return unknown_as(c, x->dtype);
     }
     shp in = shape_of(x), o;
     memset(&o, 0, sizeof o);
@@ -587,9 +588,7 @@ static pf_status infer_reshape(ctx *c)
         if (sym && !batch_kept) {
             if (infer_at < 0 || known_prod == 0 || in_prod != known_prod) {
                 /* The result depends on the batch value. */
-                set_unknown(c);
-                c->g->values[c->n->out[0]].dtype = x->dtype;
-                return PF_OK;
+                return unknown_as(c, x->dtype);
             }
             o.d[infer_at] = B;
         } else {
@@ -625,9 +624,7 @@ static pf_status infer_reshape(ctx *c)
         o.d[0] = p0;
         o.d[1] = p1;
         if ((s0 && p0 != 1) || (s1 && p1 != 1)) {
-            set_unknown(c);
-            c->g->values[c->n->out[0]].dtype = x->dtype;
-            return PF_OK;
+            return unknown_as(c, x->dtype);
         }
         if (s0) o.d[0] = B;
         if (s1) o.d[1] = B;
@@ -636,11 +633,7 @@ static pf_status infer_reshape(ctx *c)
     case PF_IR_RESHAPE_SQUEEZE: {
         bool drop[PF_IR_MAX_RANK] = {false};
         if (a->n == 0) {
-            if (nsym) {
-                set_unknown(c); /* whether the batch is 1 decides */
-                c->g->values[c->n->out[0]].dtype = x->dtype;
-                return PF_OK;
-            }
+            if (nsym) return unknown_as(c, x->dtype); /* whether the batch is 1 decides */
             for (int i = 0; i < r; i++) drop[i] = in.d[i] == 1;
         } else {
             for (int k = 0; k < a->n; k++) {
@@ -762,9 +755,7 @@ static pf_status infer_slice(ctx *c)
     bool pend = false;
     for (int i = 1; i < c->n->n_in; i++) pend = pend || pending_input(c, i);
     if (!known(x) || pend) {
-        set_unknown(c);
-        c->g->values[c->n->out[0]].dtype = x->dtype;
-        return PF_OK;
+        return unknown_as(c, x->dtype);
     }
     pf_ir_slice_attr *a = &c->n->attr.slice;
     int r = x->ndim;
@@ -786,9 +777,7 @@ static pf_status infer_slice(ctx *c)
         if (x->dims[ax] == B) {
             /* Slicing the batch: only the full range keeps it symbolic. */
             if (a->steps[k] == 1 && a->starts[k] == 0 && a->ends[k] == INT64_MAX) continue;
-            set_unknown(c);
-            c->g->values[c->n->out[0]].dtype = x->dtype;
-            return PF_OK;
+            return unknown_as(c, x->dtype);
         }
     }
     for (int k = 0; k < a->n; k++) {
@@ -805,9 +794,7 @@ static pf_status infer_pad(ctx *c)
     const pf_ir_value *x = IN(c, 0);
     if (!x) return node_err(c->g, c->id, PF_ERR_FORMAT, "input 0 is absent");
     if (!known(x) || pending_input(c, 1) || pending_input(c, 2)) {
-        set_unknown(c);
-        c->g->values[c->n->out[0]].dtype = x->dtype;
-        return PF_OK;
+        return unknown_as(c, x->dtype);
     }
     pf_ir_pad_attr *a = &c->n->attr.pad;
     int r = x->ndim;
@@ -818,9 +805,7 @@ static pf_status infer_pad(ctx *c)
     for (int i = 0; i < r; i++) {
         if (o.d[i] == B) {
             if (a->begin[i] || a->end[i]) {
-                set_unknown(c);
-                c->g->values[c->n->out[0]].dtype = x->dtype;
-                return PF_OK;
+                return unknown_as(c, x->dtype);
             }
             continue;
         }
@@ -852,9 +837,7 @@ static pf_status infer_gather(ctx *c)
     if (idx->dtype != PF_IR_I64 && idx->dtype != PF_IR_I32)
         return bad_input(c, 1, "indices must be int64 or int32");
     if (!known(x) || !known(idx)) {
-        set_unknown(c);
-        c->g->values[c->n->out[0]].dtype = x->dtype;
-        return PF_OK;
+        return unknown_as(c, x->dtype);
     }
     int r = x->ndim;
     int64_t axis = c->n->attr.axis.axis;
@@ -893,9 +876,7 @@ static pf_status infer_expand(ctx *c)
     const pf_ir_value *x = IN(c, 0);
     if (!x) return node_err(c->g, c->id, PF_ERR_FORMAT, "input 0 is absent");
     if (!known(x) || pending_input(c, 1)) {
-        set_unknown(c);
-        c->g->values[c->n->out[0]].dtype = x->dtype;
-        return PF_OK;
+        return unknown_as(c, x->dtype);
     }
     const pf_ir_reshape_attr *a = &c->n->attr.reshape;
     if (a->n < 0 || a->n > PF_IR_MAX_RANK)
@@ -922,9 +903,7 @@ static pf_status infer_tile(ctx *c)
     const pf_ir_value *x = IN(c, 0);
     if (!x) return node_err(c->g, c->id, PF_ERR_FORMAT, "input 0 is absent");
     if (!known(x) || pending_input(c, 1)) {
-        set_unknown(c);
-        c->g->values[c->n->out[0]].dtype = x->dtype;
-        return PF_OK;
+        return unknown_as(c, x->dtype);
     }
     const pf_ir_tile_attr *a = &c->n->attr.tile;
     if (a->n != x->ndim)
@@ -937,9 +916,7 @@ static pf_status infer_tile(ctx *c)
                             (long long)a->repeats[i]);
         if (o.d[i] == B) {
             if (a->repeats[i] == 1) continue;
-            set_unknown(c);
-            c->g->values[c->n->out[0]].dtype = x->dtype;
-            return PF_OK;
+            return unknown_as(c, x->dtype);
         }
         if (o.d[i] && a->repeats[i] > INT64_MAX / 2 / o.d[i])
             return node_err(c->g, c->id, PF_ERR_FORMAT, "repeats[%d] = %lld overflows", i,
@@ -954,9 +931,7 @@ static pf_status infer_shape_op(ctx *c)
 {
     const pf_ir_value *x = IN(c, 0);
     if (!known(x)) {
-        set_unknown(c);
-        c->g->values[c->n->out[0]].dtype = PF_IR_I64;
-        return PF_OK;
+        return unknown_as(c, PF_IR_I64);
     }
     pf_ir_slice_attr *a = &c->n->attr.slice;
     int64_t r = x->ndim;
@@ -1163,9 +1138,7 @@ static pf_status infer_reduce(ctx *c)
     pf_ir_dtype dt = arg ? PF_IR_I64 : (x ? x->dtype : PF_IR_F32);
     if (!x) return node_err(c->g, c->id, PF_ERR_FORMAT, "input 0 is absent");
     if (!known(x) || pending_input(c, 1)) {
-        set_unknown(c);
-        c->g->values[c->n->out[0]].dtype = dt;
-        return PF_OK;
+        return unknown_as(c, dt);
     }
     pf_ir_reduce_attr *a = &c->n->attr.reduce;
     int r = x->ndim;
@@ -1310,9 +1283,7 @@ static pf_status infer_unary(ctx *c, pf_ir_dtype dt)
     const pf_ir_value *x = IN(c, 0);
     if (!x) return node_err(c->g, c->id, PF_ERR_FORMAT, "input 0 is absent");
     if (!known(x)) {
-        set_unknown(c);
-        c->g->values[c->n->out[0]].dtype = dt;
-        return PF_OK;
+        return unknown_as(c, dt);
     }
     shp o = shape_of(x);
     set_out(c, 0, dt, &o);
