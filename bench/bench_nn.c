@@ -195,6 +195,14 @@ int main(int argc, char **argv)
         ap.name = "bench_nn";
         if (pf_stream_create(&sp, &s) || pf_allocator_create(&ap, &alloc)) return fail("setup");
     }
+    /* A fixed-batch model runs at its own batch whatever --batch says; the
+     * frames/s figures below would then be off by batch / fixed. */
+    if (pf_model_num_inputs(m) > 0 && pf_model_input(m, 0).ndim > 0 &&
+        pf_model_input(m, 0).shape[0] >= 0 && pf_model_input(m, 0).shape[0] != a.batch) {
+        fprintf(stderr, "bench_nn: %s has a fixed batch of %lld; --batch %d is not possible\n",
+                a.model, (long long)pf_model_input(m, 0).shape[0], a.batch);
+        return 2;
+    }
     bufs b;
     if (make_bufs(m, a.batch, alloc, s, &b)) return fail("buffers");
     double med[2] = {0, 0}, best[2] = {0, 0};
