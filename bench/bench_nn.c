@@ -150,8 +150,31 @@ static int print_profile(pf_nn_exec *x, int batch, int top)
     qsort(t, (size_t)n, sizeof *t, cmp_time);
     fprintf(stderr, "profile: %d nodes, %.3f ms in total; slowest:\n", n, sum);
     for (int i = 0; i < n && i < top; i++)
-        fprintf(stderr, "  %8.3f ms  %-16s %s\n", t[i].ms, t[i].op ? t[i].op : "?",
+        fprintf(stderr, "  %8.3f ms  %-22s %s\n", t[i].ms, t[i].op ? t[i].op : "?",
                 t[i].name ? t[i].name : "");
+    /* Totals per op (or kernel family), largest first. */
+    enum { FAM = 64 };
+    const char *fam[FAM];
+    double fms[FAM];
+    int fn[FAM], nf = 0;
+    for (int i = 0; i < n; i++) {
+        const char *op = t[i].op ? t[i].op : "?";
+        int j = 0;
+        while (j < nf && strcmp(fam[j], op)) j++;
+        if (j == nf) {
+            if (nf == FAM) continue;
+            fam[nf] = op, fms[nf] = 0, fn[nf] = 0, nf++;
+        }
+        fms[j] += t[i].ms, fn[j]++;
+    }
+    fprintf(stderr, "profile by op:\n");
+    for (int done = 0; done < nf; done++) {
+        int b = -1;
+        for (int j = 0; j < nf; j++)
+            if (fn[j] >= 0 && (b < 0 || fms[j] > fms[b])) b = j;
+        fprintf(stderr, "  %8.3f ms  %4d x  %s\n", fms[b], fn[b], fam[b]);
+        fn[b] = -1;
+    }
     free(t);
     return 0;
 }

@@ -392,6 +392,12 @@ typedef struct pf_ir_mem_plan {
 } pf_ir_mem_plan;
 pf_status pf_ir_plan_memory(const pf_ir_graph *g, size_t align, const size_t *elem_size,
                             pf_ir_mem_plan *out);
+/* The same, where born[v] >= 0 makes value v live from node born[v] on
+ * (earlier than its producer): an executor that computes a residual Add's
+ * sum inside the conv before it keeps that memory free from the conv on.
+ * born may be NULL. */
+pf_status pf_ir_plan_memory_born(const pf_ir_graph *g, size_t align, const size_t *elem_size,
+                                 const int *born, pf_ir_mem_plan *out);
 void pf_ir_mem_plan_free(pf_ir_mem_plan *p);
 
 /* ---- Statistics (stats.c) --------------------------------------------------- */

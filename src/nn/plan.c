@@ -46,6 +46,12 @@ void pf_ir_mem_plan_free(pf_ir_mem_plan *p)
 pf_status pf_ir_plan_memory(const pf_ir_graph *g, size_t align, const size_t *elem_size,
                             pf_ir_mem_plan *out)
 {
+    return pf_ir_plan_memory_born(g, align, elem_size, NULL, out);
+}
+
+pf_status pf_ir_plan_memory_born(const pf_ir_graph *g, size_t align, const size_t *elem_size,
+                                 const int *born, pf_ir_mem_plan *out)
+{
     if (!g || !out) return pf_set_error(PF_ERR_INVALID, "pf_ir_plan_memory: NULL argument");
     memset(out, 0, sizeof *out);
     if (align < 64)
@@ -75,6 +81,20 @@ pf_status pf_ir_plan_memory(const pf_ir_graph *g, size_t align, const size_t *el
         for (int i = 0; i < n->n_out; i++)
             if (n->out[i] >= 0 && n->out[i] < nv && first[n->out[i]] < 0) first[n->out[i]] = pos;
         pos++;
+    }
+    if (born) {
+        /* born[] counts IR nodes; positions skip dead ones. */
+        int *pos_of = malloc(sizeof(int) * (size_t)(g->n_nodes ? g->n_nodes : 1));
+        if (!pos_of) {
+            st = pf_set_error(PF_ERR_NOMEM, "pf_ir_plan_memory: out of memory");
+            goto done;
+        }
+        for (int k = 0, q = 0; k < g->n_nodes; k++) pos_of[k] = g->nodes[k].dead ? q : q++;
+        for (int v = 0; v < nv; v++)
+            if (born[v] >= 0 && born[v] < g->n_nodes && first[v] >= 0 &&
+                pos_of[born[v]] < first[v])
+                first[v] = pos_of[born[v]];
+        free(pos_of);
     }
     int ni = 0;
     for (int v = 0; v < nv; v++) {

@@ -1132,6 +1132,46 @@ static void test_residual(void)
     }
 }
 
+/* Convs in the shapes pixflow's implicit GEMM takes (C % 8 == 0): 1x1
+ * expand/project, stride-2 downsample, dilated 3x3, asymmetric SAME pads,
+ * hard-swish, and a residual whose Add may run in place over z. */
+static void test_conv_igemm_shapes(void)
+{
+    static const int p0[2] = {0, 0}, p1[2] = {1, 1}, p2[2] = {2, 2}, s0[2] = {0, 0};
+    static const struct { int cin, cout, k, s, dil; const int *pb, *pe; int act; int64_t n, h, w; } cs[] = {
+        {16, 64, 1, 1, 1, p0, p0, PF_IR_ACT_HARD_SWISH, 1, 12, 12},
+        {64, 24, 1, 1, 1, p0, p0, PF_IR_ACT_NONE, 2, 9, 7},
+        {32, 48, 1, 2, 1, p0, p0, PF_IR_ACT_NONE, 2, 11, 11},
+        {40, 40, 3, 1, 2, p2, p2, PF_IR_ACT_RELU, 1, 10, 13},
+        {16, 24, 3, 2, 1, s0, p1, PF_IR_ACT_HARD_SWISH, 2, 16, 12},
+        {8, 17, 3, 1, 1, p1, p1, PF_IR_ACT_CLIP, 3, 5, 6},
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+        gb b = gb_new("conv_ig");
+        int64_t d[4] = {cs[i].n, cs[i].cin, cs[i].h, cs[i].w};
+        int x = gb_in(&b, 4, d);
+        int y = conv_ex(&b, x, cs[i].cin, cs[i].cout, cs[i].k, cs[i].s, cs[i].pb, cs[i].pe, 1,
+                        cs[i].dil, (pf_ir_act)cs[i].act, 0, 6, true);
+        char label[64];
+        snprintf(label, sizeof label, "conv (igemm shapes) case %zu", i);
+        check_model(gb_model(&b, y), label, -1, 1, false);
+    }
+    /* In-place residual: the Add's output may take z's memory. */
+    gb b = gb_new("residual_inplace");
+    int64_t d[4] = {2, 16, 8, 8};
+    int x = gb_in(&b, 4, d);
+    int c1 = conv_ex(&b, x, 16, 32, 1, 1, p0, p0, 1, 1, PF_IR_ACT_RELU, 0, 0, true);
+    int c2 = conv_ex(&b, c1, 32, 32, 3, 1, p1, p1, 1, 1, PF_IR_ACT_RELU, 0, 0, true);
+    int c3 = conv_ex(&b, c2, 32, 32, 1, 1, p0, p0, 1, 1, PF_IR_ACT_NONE, 0, 0, true);
+    int in[2] = {c3, c1};
+    int s = gb_node(&b, PF_IR_ADD, in, 2, 1, NULL, PF_IR_ACT_RELU, 0, 0);
+    int c4 = conv_ex(&b, s, 32, 32, 3, 1, p1, p1, 1, 1, PF_IR_ACT_NONE, 0, 0, true);
+    int in2[2] = {s, c4};
+    int s2 = gb_node(&b, PF_IR_ADD, in2, 2, 1, NULL, PF_IR_ACT_HARD_SWISH, 0, 0);
+    int o = conv_ex(&b, s2, 32, 8, 1, 1, p0, p0, 1, 1, PF_IR_ACT_NONE, 0, 0, true);
+    check_model(gb_model(&b, o), "residual chain (in place over z)", -1, 1, false);
+}
+
 static void test_gemm(void)
 {
     pf_ir_attr a;
@@ -1498,6 +1538,18 @@ int main(void)
     PF_RUN(test_two_streams);
     PF_RUN(test_models);
     PF_RUN(test_batch_buckets);
+    /* The convs again with the FP16 conv path forced each way (by default
+     * it is timed per conv, so either may have run above). */
+    setenv("PIXFLOW_NN_CONV", "pixflow", 1);
+    PF_RUN(test_conv);
+    PF_RUN(test_residual);
+    PF_RUN(test_conv_igemm_shapes);
+    PF_RUN(test_models);
+    setenv("PIXFLOW_NN_CONV", "cudnn", 1);
+    PF_RUN(test_conv);
+    PF_RUN(test_residual);
+    PF_RUN(test_conv_igemm_shapes);
+    unsetenv("PIXFLOW_NN_CONV");
     pf_stream_destroy(&g_stream);
     pf_allocator_destroy(&g_alloc);
     return pf_test_finish();

@@ -168,6 +168,37 @@ int pf_cu_fc_ok(const pf_cu_fc *p);
 int pf_cu_launch_fc(const pf_cu_fc *p, const void *x, const void *w, const void *bias, void *y,
                     int dt, void *stream);
 
+/* igemm.cu: FP16 conv as an implicit GEMM on tensor cores over
+ * channels-last [N, C, H, W] views (channel stride 1), filter [K, KH, KW, C]
+ * (PF_CUX_FILTER_NHWC), bias[K] or NULL:
+ *   y = r_act(act(conv(x) + bias) + z)   (z optional, y's dims, strides z_st;
+ *                                          z may be y itself: read before write)
+ * ph/pw are the begin pads (the end pads follow from oh/ow). cfg/splits/k_per
+ * come from pf_cu_ig_set or pf_cu_ig_tune. */
+#define PF_CU_IG_CONFIGS 4
+typedef struct pf_cu_ig {
+    int n, c, h, w, k, oh, ow;
+    int kh, kw, sh, sw, dh, dw, ph, pw;
+    long long in_st[4], out_st[4], z_st[4];
+    int act, r_act;
+    float act_a, act_b, r_act_a, r_act_b;
+    /* Derived (pf_cu_ig_set): GEMM sizes and the launch config. */
+    int m, kk, cfg, splits, k_per, pairs, vec;
+} pf_cu_ig;
+int pf_cu_ig_ok(const pf_cu_ig *p);
+void pf_cu_ig_set(pf_cu_ig *p, int cfg, int splits);
+/* Split-K partials: the workspace bytes a launch needs (0 without split). */
+size_t pf_cu_ig_ws(const pf_cu_ig *p);
+int pf_cu_launch_ig(const pf_cu_ig *p, const void *x, const void *w, const void *bias,
+                    const void *z, void *y, void *ws, void *stream);
+/* Times every config and split count (split-K workspace up to ws_cap) on
+ * the given buffers, keeps the fastest in p and its time in *best_ms. */
+int pf_cu_ig_tune(pf_cu_ig *p, const void *x, const void *w, const void *bias, void *y,
+                  void *ws, size_t ws_cap, void *stream, float *best_ms);
+
+/* spin.cu: a one-thread kernel that waits `us` microseconds (profiling). */
+int pf_cu_launch_spin(unsigned us, void *stream);
+
 const char *pf_cu_error_string(int err);
 
 PF_END_DECLS

@@ -17,7 +17,9 @@
  * asymmetric pads (TFLite SAME with stride 2) go through an explicit pad
  * into the workspace for Conv, and a larger output cropped by the bias
  * kernel for ConvTranspose. */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../core/error.h"
@@ -74,6 +76,118 @@ static void packed(const int64_t d[4], bool nhwc, int64_t s[4])
 static bool is_nhwc(const int64_t s[4], const int64_t d[4])
 {
     return d[1] == 1 || (s[1] == 1 && s[3] >= d[1]);
+}
+
+/* Elements a strided [N, C, H, W] view spans. */
+static int64_t span4(const int64_t d[4], const int64_t s[4])
+{
+    int64_t e = 1;
+    for (int i = 0; i < 4; i++) e += s[i] * (d[i] - 1);
+    return e;
+}
+
+/* PIXFLOW_NN_CONV=cudnn|pixflow forces the choice between cuDNN and
+ * pixflow's implicit GEMM for convs both can run (tests use it to cover
+ * both paths); anything else, or unset, takes the faster at plan time. */
+static int conv_choice(void)
+{
+    const char *e = getenv("PIXFLOW_NN_CONV");
+    if (e && !strcmp(e, "cudnn")) return 1;
+    if (e && !strcmp(e, "pixflow")) return 2;
+    return 0;
+}
+
+/* FP16 group-1 convs on channels-last views with C % 8 == 0: time
+ * pixflow's implicit GEMM (igemm.cu) on scratch buffers and take it when
+ * it beats cuDNN's chosen algorithm (cv->algo, -1 for none) timed on the same
+ * buffers.
+ * *use = true when chosen; cv->igp then holds the tuned launch. */
+static pf_status try_igemm(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_conv *cv,
+                           const int64_t xd[4], const int64_t xs[4], const int64_t yd[4],
+                           const int64_t ys[4], const int64_t k[2], const int64_t st[2],
+                           const int64_t dil[2], const int64_t pb[2], bool *use)
+{
+    const pf_ir_node *n = &g->nodes[node];
+    *use = false;
+    const int choice = conv_choice();
+    const int64_t group = n->attr.conv.group ? n->attr.conv.group : 1;
+    if (!c->fp16 || cv->transpose || !cv->nhwc || group != 1 || choice == 1) return PF_OK;
+    pf_cu_ig *q = &cv->igp;
+    memset(q, 0, sizeof *q);
+    q->n = (int)xd[0], q->c = (int)xd[1], q->h = (int)xd[2], q->w = (int)xd[3];
+    q->k = (int)yd[1], q->oh = (int)yd[2], q->ow = (int)yd[3];
+    q->kh = (int)k[0], q->kw = (int)k[1], q->sh = (int)st[0], q->sw = (int)st[1];
+    q->dh = (int)dil[0], q->dw = (int)dil[1], q->ph = (int)pb[0], q->pw = (int)pb[1];
+    for (int i = 0; i < 4; i++) q->in_st[i] = xs[i], q->out_st[i] = q->z_st[i] = ys[i];
+    q->act = n->act, q->act_a = n->act_a, q->act_b = n->act_b;
+    if (xd[1] > INT32_MAX || yd[1] > INT32_MAX || !pf_cu_ig_ok(q)) return PF_OK;
+    int64_t xe = span4(xd, xs), ye = span4(yd, ys);
+    if (cv->use_tmp && (int64_t)(cv->tmp_bytes / 2) > xe) xe = (int64_t)(cv->tmp_bytes / 2);
+    size_t ws_cap = (size_t)64 << 20;
+    if (cv->algo >= 0 && cv->ws_bytes > ws_cap) ws_cap = cv->ws_bytes;
+    void *bx = NULL, *by = NULL, *bw = NULL;
+    cudaStream_t s = NULL;
+    cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaMalloc(&bx, (size_t)xe * 2);
+    if (e == cudaSuccess) e = cudaMalloc(&by, (size_t)ye * 2);
+    if (e == cudaSuccess && cudaMalloc(&bw, ws_cap) != cudaSuccess) {
+        (void)cudaGetLastError();
+        bw = NULL, ws_cap = 0; /* no split-K then */
+    }
+    if (e == cudaSuccess) e = cudaMemsetAsync(bx, 0x3c, (size_t)xe * 2, s); /* ~1.05 */
+    float ms = -1.0f, cudnn_ms = -1.0f;
+    int ke = e == cudaSuccess ? pf_cu_ig_tune(q, bx, cv->w, cv->b, by, bw, ws_cap, s, &ms) : 0;
+    if (e == cudaSuccess && !ke) e = cudaStreamSynchronize(s);
+    /* cuDNN's pick timed the same way (cudnnFind's own figures run 2-4x
+     * above what the algorithm takes in a graph, so they cannot be
+     * compared with ours). */
+    if (e == cudaSuccess && !ke && cv->algo >= 0 && (bw || !cv->ws_bytes)) {
+        cudaStream_t old = NULL;
+        cudnnGetStream(c->cudnn, &old);
+        if (cudnnSetStream(c->cudnn, s) == CUDNN_STATUS_SUCCESS) {
+            const float one = 1.0f, zero = 0.0f;
+            cudaEvent_t e0 = NULL, e1 = NULL;
+            bool ok = cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess;
+            enum { REPS = 5 };
+            for (int r = -1; ok && r < REPS; r++) {
+                if (r == 0) cudaEventRecord(e0, s);
+                ok = cudnnConvolutionForward(c->cudnn, &one, cv->xd, bx, cv->wd, cv->w, cv->cd,
+                                             (cudnnConvolutionFwdAlgo_t)cv->algo, bw,
+                                             cv->ws_bytes, &zero, cv->yd, by) ==
+                     CUDNN_STATUS_SUCCESS;
+            }
+            if (ok) cudaEventRecord(e1, s);
+            if (ok && cudaEventSynchronize(e1) == cudaSuccess &&
+                cudaEventElapsedTime(&cudnn_ms, e0, e1) == cudaSuccess)
+                cudnn_ms /= REPS;
+            else
+                cudnn_ms = -1.0f;
+            if (e0) cudaEventDestroy(e0);
+            if (e1) cudaEventDestroy(e1);
+            cudnnSetStream(c->cudnn, old);
+        }
+        (void)cudaGetLastError();
+    }
+    if (bx) cudaFree(bx);
+    if (by) cudaFree(by);
+    if (bw) cudaFree(bw);
+    if (s) cudaStreamDestroy(s);
+    if (e != cudaSuccess || ke) {
+        char d[160];
+        (void)cudaGetLastError();
+        return pf_set_error(PF_ERR_DEVICE, "%s: timing the implicit-GEMM conv failed: %s",
+                            pf_cux_desc(g, node, d, sizeof d),
+                            pf_cu_error_string(ke ? ke : (int)e));
+    }
+    *use = choice == 2 || cudnn_ms < 0 || ms < cudnn_ms;
+    const char *log = getenv("PIXFLOW_NN_CONV_LOG");
+    if (log && *log == '1') {
+        char d[160];
+        fprintf(stderr, "conv choice: %s: M %d N %d K %d: cuDNN %.4f ms, igemm cfg %d x%d %.4f ms"
+                " -> %s\n", pf_cux_desc(g, node, d, sizeof d), q->m, q->k, q->kk, cudnn_ms,
+                q->cfg, q->splits, ms, *use ? "igemm" : "cuDNN");
+    }
+    return PF_OK;
 }
 
 pf_status pf_cux_conv_prepare(pf_cux_ctx *c, const pf_ir_graph *g, int node,
@@ -253,12 +367,25 @@ pf_status pf_cux_conv_prepare(pf_cux_ctx *c, const pf_ir_graph *g, int node,
         } else if (c->fp16) {
             DNN(cudnnSetConvolutionMathType(cv->cd, perf[pick].mathType));
         }
+        cv->algo = pick >= 0 ? (int)perf[pick].algo : -1;
+        if (pick >= 0)
+            DNN(cudnnGetConvolutionForwardWorkspaceSize(c->cudnn, cv->xd, cv->wd, cv->cd, cv->yd,
+                                                        perf[pick].algo, &cv->ws_bytes));
+        /* pixflow's implicit GEMM where it is faster, both timed alike. */
+        bool mine = false;
+        ps = try_igemm(c, g, node, cv, xd, xs, yd, ys, k, st, dil, pb, &mine);
+        if (ps != PF_OK) return ps;
+        if (mine) {
+            cv->ig = true;
+            cv->use_tmp = false; /* the kernel pads asymmetrically by itself */
+            cv->tmp_bytes = 0;
+            cv->ws_bytes = pf_cu_ig_ws(&cv->igp);
+            cv->ws_bytes = (cv->ws_bytes + 255) & ~(size_t)255;
+            return PF_OK;
+        }
         if (pick < 0)
             return pf_set_error(PF_ERR_UNSUPPORTED, "%s: cuDNN has no forward algorithm for it",
                                 pf_cux_desc(g, node, desc, sizeof desc));
-        cv->algo = perf[pick].algo;
-        DNN(cudnnGetConvolutionForwardWorkspaceSize(c->cudnn, cv->xd, cv->wd, cv->cd, cv->yd,
-                                                    perf[pick].algo, &cv->ws_bytes));
         const bool precomp = cv->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
         if (cv->b && (n->act == PF_IR_ACT_RELU || (n->act == PF_IR_ACT_NONE && precomp))) {
             cv->fused = true;
@@ -334,6 +461,16 @@ pf_status pf_cux_conv_run(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_
         }
         return PF_OK;
     }
+    if (cv->ig) {
+        int e = pf_cu_launch_ig(&cv->igp, x->data, cv->w, cv->b, cv->resid ? cv->z.data : NULL,
+                                y->data, ws, s);
+        if (e) {
+            char d[160];
+            return pf_set_error(PF_ERR_DEVICE, "%s: implicit-GEMM conv launch failed: %s",
+                                pf_cux_desc(g, node, d, sizeof d), pf_cu_error_string(e));
+        }
+        return PF_OK;
+    }
     if (cv->fc) {
         int e = pf_cu_launch_fc(&cv->fcp, x->data, cv->w, cv->b, y->data,
                                 c->fp16 ? PF_IR_F16 : PF_IR_F32, s);
@@ -403,6 +540,7 @@ pf_status pf_cux_conv_run(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_
 bool pf_cux_conv_can_residual(const pf_cux_conv *cv, const pf_ir_graph *g, int node,
                               pf_ir_act add_act)
 {
+    if (cv->ig) return g->nodes[node].act == PF_IR_ACT_NONE; /* any Add activation */
     if (cv->dw || cv->fc || cv->transpose || !cv->b || g->nodes[node].act != PF_IR_ACT_NONE)
         return false;
     /* cuDNN runs the identity activation with IMPLICIT_PRECOMP_GEMM only. */
@@ -415,6 +553,20 @@ pf_status pf_cux_conv_set_residual(pf_cux_ctx *c, const pf_ir_graph *g, int node
                                    pf_cux_conv *cv, const pf_nn_cu_tensor *z, pf_ir_act add_act,
                                    float act_a, float act_b)
 {
+    cv->resid = true;
+    cv->z = *z;
+    cv->r_act = add_act;
+    cv->r_act_a = act_a;
+    cv->r_act_b = act_b;
+    if (cv->ig) {
+        int64_t zd[4], zs[4];
+        as4d(z, zd, zs);
+        for (int i = 0; i < 4; i++) cv->igp.z_st[i] = zs[i];
+        cv->igp.r_act = add_act;
+        cv->igp.r_act_a = act_a;
+        cv->igp.r_act_b = act_b;
+        return PF_OK;
+    }
     const cudnnDataType_t dt = c->fp16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
     if (!cv->bd) {
         DNN(cudnnCreateTensorDescriptor(&cv->bd));
@@ -426,13 +578,24 @@ pf_status pf_cux_conv_set_residual(pf_cux_ctx *c, const pf_ir_graph *g, int node
                                                                : CUDNN_ACTIVATION_IDENTITY,
                                      CUDNN_NOT_PROPAGATE_NAN, 0.0));
     cv->fused = true;
-    cv->resid = true;
-    cv->z = *z;
-    cv->r_act = add_act;
-    cv->r_act_a = act_a;
-    cv->r_act_b = act_b;
     return PF_OK;
 }
+
+const char *pf_cux_conv_path(const pf_cux_conv *cv)
+{
+    static const char *const fwd[] = {"Conv/cudnn-implicit", "Conv/cudnn-precomp",
+                                      "Conv/cudnn-gemm",     "Conv/cudnn-direct",
+                                      "Conv/cudnn-fft",      "Conv/cudnn-fft-tiling",
+                                      "Conv/cudnn-winograd", "Conv/cudnn-winograd-nf"};
+    if (cv->ig) return "Conv/igemm";
+    if (cv->dw) return "Conv/dw";
+    if (cv->fc) return "Conv/fc";
+    if (cv->transpose) return "ConvTranspose/cudnn";
+    if (cv->algo >= 0 && cv->algo < (int)(sizeof fwd / sizeof *fwd)) return fwd[cv->algo];
+    return "Conv/cudnn";
+}
+
+bool pf_cux_conv_z_alias_ok(const pf_cux_conv *cv) { return cv->ig; }
 
 void pf_cux_conv_release(pf_cux_conv *cv)
 {

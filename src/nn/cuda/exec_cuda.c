@@ -406,13 +406,67 @@ static bool same_view(const pf_nn_cu_tensor *a, const pf_nn_cu_tensor *b)
  * conv's output is read by that Add only, z exists before the conv runs,
  * and z, the conv's output and the Add's output have one shape, dtype and
  * layout (no broadcasting). */
-static int residual_add(const pf_ir_graph *g, int ci, const pf_nn_cu_tensor *vt,
-                        const int64_t *off, const int *early, int *zv_out)
+/* Whether the fused conv at ci may overwrite z (value zv) in place: nobody
+ * but the Add reads z from ci on (the conv itself included), z is no graph
+ * output, and the sum has z's view. */
+static bool z_overwritable(const pf_ir_graph *g, int ci, int add, int zv, int ov,
+                           const pf_nn_cu_tensor *vt)
 {
+    if (!same_view(&vt[zv], &vt[ov]) || g->values[zv].is_output) return false;
+    for (int i = ci; i < g->n_nodes; i++) {
+        const pf_ir_node *n = &g->nodes[i];
+        if (n->dead || i == add) continue;
+        for (int j = 0; j < n->n_in; j++)
+            if (n->in[j] == zv) return false;
+    }
+    return true;
+}
+
+/* Steps during which value v holds its memory (an absorbed Add's sum from
+ * its conv on: early[]). */
+static void live_range(const pf_ir_graph *g, int v, const int *early, int *first, int *last)
+{
+    const pf_ir_value *val = &g->values[v];
+    int f = (val->is_input || val->producer < 0) ? -1 : val->producer;
+    if (early[v] >= 0 && early[v] < f) f = early[v];
+    int l = val->is_output ? g->n_nodes : f;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const pf_ir_node *n = &g->nodes[i];
+        if (n->dead) continue;
+        for (int j = 0; j < n->n_in; j++)
+            if (n->in[j] == v && i > l) l = i;
+    }
+    *first = f, *last = l;
+}
+
+/* A value other than skip[0..2] that overlaps bytes [o0, o1) of the arena
+ * while steps lo..hi run, or -1. */
+static int slot_conflict(const pf_ir_graph *g, const pf_nn_cu_tensor *vt, const int64_t *off,
+                         const int *early, int64_t o0, int64_t o1, int lo, int hi,
+                         const int skip[3])
+{
+    for (int v = 0; v < g->n_values; v++) {
+        if (v == skip[0] || v == skip[1] || v == skip[2] || off[v] < 0 || g->values[v].data)
+            continue;
+        const int64_t b0 = off[v], b1 = b0 + (int64_t)tensor_bytes(&vt[v]);
+        if (b1 <= o0 || o1 <= b0) continue;
+        int first, last;
+        live_range(g, v, early, &first, &last);
+        if (first <= hi && last >= lo) return v;
+    }
+    return -1;
+}
+
+/* The Add that conv ci could absorb by shape alone (its output's only
+ * reader, z produced before the conv, one view for all three), or -1. */
+static int residual_shape(const pf_ir_graph *g, int ci, const pf_nn_cu_tensor *vt, int *zv_out,
+                          const char **why)
+{
+    *why = NULL; /* set once an Add is found: the reason it cannot be absorbed */
     const pf_ir_node *cn = &g->nodes[ci];
     if (cn->op != PF_IR_CONV || cn->n_out != 1 || cn->act != PF_IR_ACT_NONE) return -1;
     const int cv = cn->out[0];
-    if (cv < 0 || g->values[cv].is_output || off[cv] < 0) return -1;
+    if (cv < 0 || g->values[cv].is_output) return -1;
     int add = -1, uses = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const pf_ir_node *n = &g->nodes[i];
@@ -423,34 +477,75 @@ static int residual_add(const pf_ir_graph *g, int ci, const pf_nn_cu_tensor *vt,
     if (uses != 1 || add <= ci) return -1;
     const pf_ir_node *an = &g->nodes[add];
     if (an->op != PF_IR_ADD || an->n_in != 2 || an->n_out != 1 || an->out[0] < 0) return -1;
-    if (an->act != PF_IR_ACT_NONE && an->act != PF_IR_ACT_RELU) return -1;
     const int zv = an->in[0] == cv ? an->in[1] : an->in[0];
     const int ov = an->out[0];
-    if (zv < 0 || zv == cv || ov == cv || g->values[zv].data || off[zv] < 0 || off[ov] < 0)
-        return -1;
+    *why = "z, conv output and sum differ in view";
+    if (zv < 0 || zv == cv || ov == cv || g->values[zv].data) return -1;
     if (!is_float(vt[cv].dtype) || !same_view(&vt[zv], &vt[cv]) || !same_view(&vt[ov], &vt[cv]))
         return -1;
+    *why = "z is produced after the conv";
     const int zp = g->values[zv].producer;
     if (!g->values[zv].is_input && (zp < 0 || zp >= ci)) return -1;
-    const int64_t o0 = off[ov], o1 = o0 + (int64_t)tensor_bytes(&vt[ov]);
-    for (int v = 0; v < g->n_values; v++) {
-        if (v == ov || v == cv || off[v] < 0 || g->values[v].data) continue;
-        const int64_t b0 = off[v], b1 = b0 + (int64_t)tensor_bytes(&vt[v]);
-        if (b1 <= o0 || o1 <= b0) continue;
-        const pf_ir_value *val = &g->values[v];
-        int first = (val->is_input || val->producer < 0) ? -1 : val->producer;
-        if (early[v] >= 0 && early[v] < first) first = early[v];
-        int last = val->is_output ? g->n_nodes : first;
-        for (int i = 0; i < g->n_nodes; i++) {
-            const pf_ir_node *n = &g->nodes[i];
-            if (n->dead) continue;
-            for (int j = 0; j < n->n_in; j++)
-                if (n->in[j] == v && i > last) last = i;
-        }
-        if (first <= add && last >= ci) return -1;
+    *zv_out = zv;
+    return add;
+}
+
+/* The Add that conv ci may absorb (its output's only reader), or -1.
+ * The conv then writes the sum at step ci, so the sum's memory must be free
+ * from ci to the Add. alias_ok: the conv's kernel reads each z element
+ * before writing it, so the sum may overwrite z; when its planned memory
+ * is taken (typically by the conv's own input, which dies at ci), the sum
+ * may move into z's memory (*in_z = true) if that stays free while the sum
+ * lives. */
+static int residual_add(const pf_ir_graph *g, int ci, const pf_nn_cu_tensor *vt,
+                        const int64_t *off, const int *early, bool alias_ok, int *zv_out,
+                        bool *in_z)
+{
+    *in_z = false;
+    const pf_ir_node *cn = &g->nodes[ci];
+    const char *lg = getenv("PIXFLOW_NN_CONV_LOG");
+    const bool log = lg && *lg == '1';
+#define REJECT(...) \
+    do { \
+        if (log) { \
+            fprintf(stderr, "residual: node %d '%s' keeps its Add: ", ci, \
+                    cn->name ? cn->name : ""); \
+            fprintf(stderr, __VA_ARGS__); \
+            fputc('\n', stderr); \
+        } \
+        return -1; \
+    } while (0)
+    const char *why = NULL;
+    int zv = -1;
+    const int add = residual_shape(g, ci, vt, &zv, &why);
+    if (add < 0) {
+        if (why) REJECT("%s", why);
+        return -1;
+    }
+    const int cv = cn->out[0], ov = g->nodes[add].out[0];
+    if (off[cv] < 0 || off[zv] < 0 || off[ov] < 0) REJECT("z or the sum is not an arena value");
+    const bool over_z = alias_ok && z_overwritable(g, ci, add, zv, ov, vt);
+    const int64_t bytes = (int64_t)tensor_bytes(&vt[ov]);
+    const int skip[3] = {ov, cv, over_z && off[zv] == off[ov] ? zv : -1};
+    const int bad = slot_conflict(g, vt, off, early, off[ov], off[ov] + bytes, ci, add, skip);
+    if (bad >= 0) {
+        if (!over_z)
+            REJECT("the sum's memory holds value %d '%s' meanwhile", bad,
+                   g->values[bad].name ? g->values[bad].name : "");
+        int first, last;
+        live_range(g, ov, early, &first, &last);
+        const int skip_z[3] = {ov, cv, zv};
+        const int bad_z =
+            slot_conflict(g, vt, off, early, off[zv], off[zv] + bytes, ci, last, skip_z);
+        if (bad_z >= 0)
+            REJECT("the sum's memory holds value %d '%s' and z's value %d '%s'", bad,
+                   g->values[bad].name ? g->values[bad].name : "", bad_z,
+                   g->values[bad_z].name ? g->values[bad_z].name : "");
+        *in_z = true;
     }
     *zv_out = zv;
     return add;
+#undef REJECT
 }
 
 static void plan_destroy(void *vc, void *vp)
@@ -567,7 +662,22 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
     size_t elem[PF_IR_DTYPE_COUNT];
     for (int t = 0; t < PF_IR_DTYPE_COUNT; t++) elem[t] = pf_cux_esz((pf_ir_dtype)t);
     if (c->fp16) elem[PF_IR_F32] = 2;
-    st = pf_ir_plan_memory(g, ALIGN, elem, &mp);
+    /* A conv that may absorb its residual Add writes the sum at its own
+     * step: the planner keeps the sum's memory free from the conv on. */
+    int *born = malloc(sizeof(int) * (size_t)(nv ? nv : 1));
+    if (!born) {
+        st = pf_set_error(PF_ERR_NOMEM, "nn cuda: out of host memory planning");
+        goto done;
+    }
+    for (int v = 0; v < nv; v++) born[v] = -1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int zv = -1;
+        const char *why = NULL;
+        const int add = g->nodes[i].dead ? -1 : residual_shape(g, i, vt, &zv, &why);
+        if (add >= 0) born[g->nodes[add].out[0]] = i;
+    }
+    st = pf_ir_plan_memory_born(g, ALIGN, elem, born, &mp);
+    free(born);
     if (st != PF_OK) goto done;
     p->arena_bytes = align_up(mp.arena_bytes);
     size_t side = p->arena_bytes;
@@ -665,9 +775,12 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
                 goto done;
             }
             int zv = -1;
-            const int add = residual_add(g, i, vt, off, early, &zv);
+            bool in_z = false;
+            const int add = residual_add(g, i, vt, off, early,
+                                         pf_cux_conv_z_alias_ok(&s->conv), &zv, &in_z);
             if (add >= 0 && pf_cux_conv_can_residual(&s->conv, g, i, g->nodes[add].act)) {
                 const pf_ir_node *an = &g->nodes[add];
+                if (in_z) off[an->out[0]] = off[zv]; /* the sum overwrites z in place */
                 st = pf_cux_conv_set_residual(c, g, i, &s->conv, &vt[zv], an->act, an->act_a,
                                               an->act_b);
                 if (st != PF_OK) {
@@ -856,7 +969,11 @@ static pf_status copy_outputs(plan *p, cudaStream_t cs, pf_tensor *out)
 static pf_status run_steps(pf_cux_ctx *c, plan *p, cudaStream_t cs, cudaEvent_t *evs)
 {
     for (int q = 0; q < p->n_steps; q++) {
-        if (evs) cudaEventRecord(evs[2 * q], cs);
+        /* Profiling: a wait long enough for the host to queue the step
+         * (cuDNN's host side takes tens of us), so the events time the
+         * GPU work only, as a graph replay sees it. */
+        if (evs && pf_cu_launch_spin(300, cs) == 0) cudaEventRecord(evs[2 * q], cs);
+        else if (evs) cudaEventRecord(evs[2 * q], cs);
         pf_status st = run_step(c, p, &p->steps[q], cs);
         if (st != PF_OK) return st;
         if (evs) cudaEventRecord(evs[2 * q + 1], cs);
@@ -1010,7 +1127,7 @@ static pf_status plan_profile(void *vc, void *vp, pf_stream *stream, const pf_te
         if (k < cap) {
             const pf_ir_node *nd = &p->g->nodes[s->node];
             times[k].name = nd->name;
-            times[k].op = pf_ir_op_name(nd->op);
+            times[k].op = s->kind == K_CONV ? pf_cux_conv_path(&s->conv) : pf_ir_op_name(nd->op);
             if (!times[k].op) times[k].op = nd->src_op;
             times[k].ms = (double)(ms + pending);
         }

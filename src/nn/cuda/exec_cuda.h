@@ -51,6 +51,9 @@ typedef struct pf_cux_conv {
     pf_cu_dw dwp;
     bool fc;                    /* 1x1 spatial in and out: pixflow's kernel (fcp) */
     pf_cu_fc fcp;
+    bool ig;                    /* FP16 implicit GEMM: pixflow's kernel (igp), timed
+                                   against cuDNN's best at plan time */
+    pf_cu_ig igp;
     /* Residual: y = r_act(conv + bias + z), the Add that read this conv
      * absorbed (pf_cux_conv_set_residual); z has y's dims and strides. */
     bool resid;
@@ -84,12 +87,19 @@ pf_status pf_cux_conv_run(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_
                           const pf_nn_cu_tensor *x, const pf_nn_cu_tensor *y, void *ws,
                           cudaStream_t s);
 void pf_cux_conv_release(pf_cux_conv *cv);
+/* The kernel family a prepared conv runs ("Conv/dw", "Conv/cudnn-precomp"...),
+ * a static string for profiles. */
+const char *pf_cux_conv_path(const pf_cux_conv *cv);
 /* Whether a prepared conv can absorb a following Add (+ act) through
  * cudnnConvolutionBiasActivationForward's z input: cuDNN path, bias,
  * no activation of its own, and an Add activation cuDNN fuses with the
  * chosen algorithm. */
 bool pf_cux_conv_can_residual(const pf_cux_conv *cv, const pf_ir_graph *g, int node,
                               pf_ir_act add_act);
+/* Whether the fused residual may write its output over z (same memory, same
+ * view): true for pixflow's kernel, which reads each z element before it
+ * writes that element. */
+bool pf_cux_conv_z_alias_ok(const pf_cux_conv *cv);
 /* Makes the conv compute act(conv + bias + z); z->data is set by the caller
  * once memory exists. Only after pf_cux_conv_can_residual said yes. */
 pf_status pf_cux_conv_set_residual(pf_cux_ctx *c, const pf_ir_graph *g, int node,
