@@ -851,11 +851,26 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
     if (ce == cudaSuccess) ce = cudaStreamCreateWithFlags(&p->gstream, cudaStreamNonBlocking);
     if (ce != cudaSuccess) st = cu_fail(ce, "cudaEventCreate/cudaStreamCreate");
     /* Runs smaller than the plan's batch leave the last input rows as they
-     * are (batch_view): zero them once so they are finite from the start. */
+     * are (batch_view): zero them once so they are finite from the start.
+     * Finished before the plan is returned: a plain cudaMemset is ordered
+     * on the legacy stream only, which the caller's non-blocking stream
+     * does not wait for, so under load it could land after the first run
+     * had copied its input in and zero it (an all-zero first result). */
     for (int k = 0; st == PF_OK && k < g->n_inputs; k++) {
         if (!p->vin[k].data) continue;
-        ce = cudaMemset(p->vin[k].data, 0, tensor_bytes(&p->vin[k]));
-        if (ce != cudaSuccess) st = cu_fail(ce, "cudaMemset (plan inputs)");
+        ce = cudaMemsetAsync(p->vin[k].data, 0, tensor_bytes(&p->vin[k]), p->gstream);
+        if (ce != cudaSuccess) st = cu_fail(ce, "cudaMemsetAsync (plan inputs)");
+    }
+    if (st == PF_OK && p->gstream) {
+        ce = cudaStreamSynchronize(p->gstream);
+        if (ce != cudaSuccess) st = cu_fail(ce, "cudaStreamSynchronize (plan inputs)");
+    }
+    /* Weight uploads are cudaMemcpy from pageable memory, whose DMA may
+     * still run on the legacy stream when the call returns; runs go on
+     * non-blocking streams, which do not wait for it. */
+    if (st == PF_OK) {
+        ce = cudaStreamSynchronize(cudaStreamLegacy);
+        if (ce != cudaSuccess) st = cu_fail(ce, "cudaStreamSynchronize (weights)");
     }
 
 done:
