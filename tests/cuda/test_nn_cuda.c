@@ -1252,6 +1252,19 @@ static void test_chain(void) { check_model(make_chain(), "conv/pool/resize/conca
 
 /* ---- graphs, streams, models --------------------------------------------------------------- */
 
+/* Whether F32 buffers a and b (n bytes) agree within rel * max |a|. */
+static bool f32_close(const unsigned char *a, const unsigned char *b, size_t n, double rel)
+{
+    const float *fa = (const float *)a, *fb = (const float *)b;
+    double scale = 0, worst = 0;
+    for (size_t i = 0; i < n / sizeof(float); i++) {
+        if (fabs(fa[i]) > scale) scale = fabs(fa[i]);
+        if (fabs(fa[i] - fb[i]) > worst) worst = fabs(fa[i] - fb[i]);
+    }
+    if (worst > rel * scale) fprintf(stderr, "  max abs diff %g at scale %g\n", worst, scale);
+    return worst <= rel * scale;
+}
+
 static void test_graph_replay(void)
 {
     pf_model *m = make_chain();
@@ -1283,14 +1296,19 @@ static void test_graph_replay(void)
         cudaMemcpy(h0, eager_out.data, n, cudaMemcpyDeviceToHost);
         cudaMemcpy(h1, o.dout[0].data, n, cudaMemcpyDeviceToHost);
         cudaMemcpy(h2, second.data, n, cudaMemcpyDeviceToHost);
-        CHECK(first_mismatch(h0, h1, n) == NOWHERE);
-        CHECK(first_mismatch(h0, h2, n) == NOWHERE);
+        /* Replays of one graph are bit-identical; the eager executor is a
+         * second plan whose cuDNN algorithms were timed separately (under
+         * GPU load they may differ), so it agrees within the precision's
+         * tolerance. */
+        CHECK(first_mismatch(h1, h2, n) == NOWHERE);
+        CHECK(f32_close(h0, h1, n, prec ? 1e-2 : 1e-5));
         pf_nn_exec_stats st;
         CHECK_OK(pf_nn_exec_get_stats(gx, &st));
         CHECK_EQ_INT(st.graphs, 1);
         CHECK_EQ_INT(st.runs, 7);
         CHECK(st.weight_bytes > 0 && st.arena_bytes > 0);
-        printf("    graph replay %s: bit-identical to eager, %d captures, last run %.3f ms\n",
+        printf("    graph replay %s: replays bit-identical, eager within tolerance, %d captures,"
+               " last run %.3f ms\n",
                prec ? "fp16" : "fp32", st.graphs, st.last_run_ms);
         free(h0);
         free(h1);
@@ -1366,8 +1384,10 @@ static void test_capture_with_shared_stream(void)
         cudaMemcpy(h0, ref.data, n, cudaMemcpyDeviceToHost);
         cudaMemcpy(h1, outs[0].data, n, cudaMemcpyDeviceToHost);
         cudaMemcpy(h2, outs[1].data, n, cudaMemcpyDeviceToHost);
-        CHECK(first_mismatch(h0, h1, n) == NOWHERE);
-        CHECK(first_mismatch(h0, h2, n) == NOWHERE);
+        /* One graph's replays are bit-identical; the eager executor is a
+         * separately timed plan (see test_graph_replay). */
+        CHECK(first_mismatch(h1, h2, n) == NOWHERE);
+        CHECK(f32_close(h0, h1, n, 1e-5));
         pf_nn_exec_stats st;
         CHECK_OK(pf_nn_exec_get_stats(gx, &st));
         CHECK_EQ_INT(st.graphs, 1);
