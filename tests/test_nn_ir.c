@@ -1232,16 +1232,26 @@ static void plan_random(int trial)
     CHECK_OK(pf_ir_mark_output(G, vals[nv - 1]));
     if (pf_test_rand_range(0, 1)) CHECK_OK(pf_ir_mark_output(G, vals[nv / 2]));
     size_t align = pf_test_rand_range(0, 1) ? 64 : 256;
+    /* Half the trials make some values live from an earlier node on (as a
+     * residual sum computed inside the conv before its Add). */
+    int *born = malloc(sizeof(int) * (size_t)G->n_values);
+    const bool use_born = trial % 2;
+    for (int v = 0; v < G->n_values; v++) born[v] = -1;
+    for (int k = 0; use_born && k < G->n_nodes; k++)
+        if (pf_test_rand_range(0, 3) == 0) born[G->nodes[k].out[0]] = (int)pf_test_rand_range(0, k);
     pf_ir_mem_plan p;
-    CHECK_OK(pf_ir_plan_memory(G, align, NULL, &p));
+    CHECK_OK(use_born ? pf_ir_plan_memory_born(G, align, NULL, born, &p)
+                      : pf_ir_plan_memory(G, align, NULL, &p));
     REQUIRE(p.offsets && p.n_values == G->n_values);
     /* Independent lifetimes. */
     int *first = malloc(sizeof(int) * (size_t)G->n_values), *last = malloc(sizeof(int) * (size_t)G->n_values);
     for (int v = 0; v < G->n_values; v++) first[v] = last[v] = -1;
     for (int k = 0; k < G->n_nodes; k++) {
         for (int i = 0; i < G->nodes[k].n_in; i++) last[G->nodes[k].in[i]] = k;
-        first[G->nodes[k].out[0]] = k;
+        const int o = G->nodes[k].out[0];
+        first[o] = born[o] >= 0 && born[o] < k ? born[o] : k;
     }
+    free(born);
     size_t maxsz = 0;
     int bad = 0;
     for (int v = 0; v < G->n_values; v++) {
@@ -1298,6 +1308,30 @@ static void test_plan_memory(void)
     CHECK_EQ_INT(p.arena_bytes, 2 * 2048);
     pf_ir_mem_plan_free(&p);
     CHECK(pf_ir_plan_memory(G, 32, NULL, &p) == PF_ERR_INVALID);
+    /* born: a -> b -> c = Add(b, x): c may take a's memory (a dies at b's
+     * node); born at b's node it must not (the conv computing b + x
+     * would overwrite its own input). A dead node before shifts positions. */
+    fresh();
+    x = input(PF_IR_F32, 1, D(1000));
+    int dead = node(PF_IR_RELU, NULL, 1, &x, 1);
+    int a = out0(node(PF_IR_RELU, NULL, 1, &x, 1));
+    int nb = node(PF_IR_RELU, NULL, 1, &a, 1), b = out0(nb);
+    int xin[2] = {b, x};
+    int c = out0(node(PF_IR_ADD, NULL, 2, xin, 1));
+    int d = out0(node(PF_IR_RELU, NULL, 1, &c, 1));
+    CHECK_OK(pf_ir_mark_output(G, d));
+    CHECK_OK(infer_all());
+    G->nodes[dead].dead = true;
+    CHECK_OK(pf_ir_plan_memory(G, 64, NULL, &p));
+    CHECK_EQ_INT(p.offsets[c], p.offsets[a]);
+    pf_ir_mem_plan_free(&p);
+    int *bn = malloc(sizeof(int) * (size_t)G->n_values);
+    for (int v = 0; v < G->n_values; v++) bn[v] = -1;
+    bn[c] = nb;
+    CHECK_OK(pf_ir_plan_memory_born(G, 64, NULL, bn, &p));
+    CHECK(p.offsets[c] != p.offsets[a] && p.offsets[c] != p.offsets[b]);
+    pf_ir_mem_plan_free(&p);
+    free(bn);
     /* Unknown shapes are refused. */
     G->values[G->nodes[3].out[0]].ndim = -1;
     CHECK(pf_ir_plan_memory(G, 64, NULL, &p) == PF_ERR_INVALID);
