@@ -1134,7 +1134,7 @@ static void test_residual(void)
 
 /* Convs in the shapes pixflow's implicit GEMM takes (C % 8 == 0): 1x1
  * expand/project, stride-2 downsample, dilated 3x3, asymmetric SAME pads,
- * hard-swish, and a residual whose Add may run in place over z. */
+ * hard-swish, and a chain of residual blocks. */
 static void test_conv_igemm_shapes(void)
 {
     static const int p0[2] = {0, 0}, p1[2] = {1, 1}, p2[2] = {2, 2}, s0[2] = {0, 0};
@@ -1156,8 +1156,8 @@ static void test_conv_igemm_shapes(void)
         snprintf(label, sizeof label, "conv (igemm shapes) case %zu", i);
         check_model(gb_model(&b, y), label, -1, 1, false);
     }
-    /* In-place residual: the Add's output may take z's memory. */
-    gb b = gb_new("residual_inplace");
+    /* A chain of residual blocks (conv sums with ReLU and hard-swish Adds). */
+    gb b = gb_new("residual_chain");
     int64_t d[4] = {2, 16, 8, 8};
     int x = gb_in(&b, 4, d);
     int c1 = conv_ex(&b, x, 16, 32, 1, 1, p0, p0, 1, 1, PF_IR_ACT_RELU, 0, 0, true);
@@ -1169,7 +1169,7 @@ static void test_conv_igemm_shapes(void)
     int in2[2] = {s, c4};
     int s2 = gb_node(&b, PF_IR_ADD, in2, 2, 1, NULL, PF_IR_ACT_HARD_SWISH, 0, 0);
     int o = conv_ex(&b, s2, 32, 8, 1, 1, p0, p0, 1, 1, PF_IR_ACT_NONE, 0, 0, true);
-    check_model(gb_model(&b, o), "residual chain (in place over z)", -1, 1, false);
+    check_model(gb_model(&b, o), "residual chain", -1, 1, false);
 }
 
 static void test_gemm(void)

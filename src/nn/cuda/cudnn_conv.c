@@ -172,15 +172,25 @@ static pf_status try_igemm(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux
     if (by) cudaFree(by);
     if (bw) cudaFree(bw);
     if (s) cudaStreamDestroy(s);
+    const char *log = getenv("PIXFLOW_NN_CONV_LOG");
     if (e != cudaSuccess || ke) {
+        /* No scratch memory or no config that launches: cuDNN's path (when
+         * there is one) runs as before this kernel existed. */
         char d[160];
         (void)cudaGetLastError();
-        return pf_set_error(PF_ERR_DEVICE, "%s: timing the implicit-GEMM conv failed: %s",
-                            pf_cux_desc(g, node, d, sizeof d),
-                            pf_cu_error_string(ke ? ke : (int)e));
+        const int err = ke ? ke : (int)e;
+        if (cv->algo >= 0 && choice != 2) {
+            if (log && *log == '1')
+                fprintf(stderr, "conv choice: %s: implicit GEMM not timed (%s) -> cuDNN\n",
+                        pf_cux_desc(g, node, d, sizeof d), pf_cu_error_string(err));
+            return PF_OK;
+        }
+        return pf_set_error(err == (int)cudaErrorMemoryAllocation ? PF_ERR_NOMEM : PF_ERR_DEVICE,
+                            "%s: timing the implicit-GEMM conv failed: %s",
+                            pf_cux_desc(g, node, d, sizeof d), pf_cu_error_string(err));
     }
-    *use = choice == 2 || cudnn_ms < 0 || ms < cudnn_ms;
-    const char *log = getenv("PIXFLOW_NN_CONV_LOG");
+    /* cuDNN untimed (no workspace for it) but available: keep it. */
+    *use = choice == 2 || cv->algo < 0 || (cudnn_ms >= 0 && ms < cudnn_ms);
     if (log && *log == '1') {
         char d[160];
         fprintf(stderr, "conv choice: %s: M %d N %d K %d: cuDNN %.4f ms, igemm cfg %d x%d %.4f ms"
@@ -594,8 +604,6 @@ const char *pf_cux_conv_path(const pf_cux_conv *cv)
     if (cv->algo >= 0 && cv->algo < (int)(sizeof fwd / sizeof *fwd)) return fwd[cv->algo];
     return "Conv/cudnn";
 }
-
-bool pf_cux_conv_z_alias_ok(const pf_cux_conv *cv) { return cv->ig; }
 
 void pf_cux_conv_release(pf_cux_conv *cv)
 {

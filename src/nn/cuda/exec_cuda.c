@@ -406,22 +406,6 @@ static bool same_view(const pf_nn_cu_tensor *a, const pf_nn_cu_tensor *b)
  * conv's output is read by that Add only, z exists before the conv runs,
  * and z, the conv's output and the Add's output have one shape, dtype and
  * layout (no broadcasting). */
-/* Whether the fused conv at ci may overwrite z (value zv) in place: nobody
- * but the Add reads z from ci on (the conv itself included), z is no graph
- * output, and the sum has z's view. */
-static bool z_overwritable(const pf_ir_graph *g, int ci, int add, int zv, int ov,
-                           const pf_nn_cu_tensor *vt)
-{
-    if (!same_view(&vt[zv], &vt[ov]) || g->values[zv].is_output) return false;
-    for (int i = ci; i < g->n_nodes; i++) {
-        const pf_ir_node *n = &g->nodes[i];
-        if (n->dead || i == add) continue;
-        for (int j = 0; j < n->n_in; j++)
-            if (n->in[j] == zv) return false;
-    }
-    return true;
-}
-
 /* Steps during which value v holds its memory (an absorbed Add's sum from
  * its conv on: early[]). */
 static void live_range(const pf_ir_graph *g, int v, const int *early, int *first, int *last)
@@ -490,18 +474,13 @@ static int residual_shape(const pf_ir_graph *g, int ci, const pf_nn_cu_tensor *v
     return add;
 }
 
-/* The Add that conv ci may absorb (its output's only reader), or -1.
- * The conv then writes the sum at step ci, so the sum's memory must be free
- * from ci to the Add. alias_ok: the conv's kernel reads each z element
- * before writing it, so the sum may overwrite z; when its planned memory
- * is taken (typically by the conv's own input, which dies at ci), the sum
- * may move into z's memory (*in_z = true) if that stays free while the sum
- * lives. */
+/* The Add that conv ci may absorb (residual_shape), or -1: the conv then
+ * writes the sum at step ci, so the sum's memory must be free from ci to
+ * the Add. The planner was told so (born[] in plan_create), so this holds
+ * unless an earlier decision changed the picture; it is checked anyway. */
 static int residual_add(const pf_ir_graph *g, int ci, const pf_nn_cu_tensor *vt,
-                        const int64_t *off, const int *early, bool alias_ok, int *zv_out,
-                        bool *in_z)
+                        const int64_t *off, const int *early, int *zv_out)
 {
-    *in_z = false;
     const pf_ir_node *cn = &g->nodes[ci];
     const char *lg = getenv("PIXFLOW_NN_CONV_LOG");
     const bool log = lg && *lg == '1';
@@ -524,25 +503,12 @@ static int residual_add(const pf_ir_graph *g, int ci, const pf_nn_cu_tensor *vt,
     }
     const int cv = cn->out[0], ov = g->nodes[add].out[0];
     if (off[cv] < 0 || off[zv] < 0 || off[ov] < 0) REJECT("z or the sum is not an arena value");
-    const bool over_z = alias_ok && z_overwritable(g, ci, add, zv, ov, vt);
-    const int64_t bytes = (int64_t)tensor_bytes(&vt[ov]);
-    const int skip[3] = {ov, cv, over_z && off[zv] == off[ov] ? zv : -1};
-    const int bad = slot_conflict(g, vt, off, early, off[ov], off[ov] + bytes, ci, add, skip);
-    if (bad >= 0) {
-        if (!over_z)
-            REJECT("the sum's memory holds value %d '%s' meanwhile", bad,
-                   g->values[bad].name ? g->values[bad].name : "");
-        int first, last;
-        live_range(g, ov, early, &first, &last);
-        const int skip_z[3] = {ov, cv, zv};
-        const int bad_z =
-            slot_conflict(g, vt, off, early, off[zv], off[zv] + bytes, ci, last, skip_z);
-        if (bad_z >= 0)
-            REJECT("the sum's memory holds value %d '%s' and z's value %d '%s'", bad,
-                   g->values[bad].name ? g->values[bad].name : "", bad_z,
-                   g->values[bad_z].name ? g->values[bad_z].name : "");
-        *in_z = true;
-    }
+    const int skip[3] = {ov, cv, -1};
+    const int bad = slot_conflict(g, vt, off, early, off[ov],
+                                  off[ov] + (int64_t)tensor_bytes(&vt[ov]), ci, add, skip);
+    if (bad >= 0)
+        REJECT("the sum's memory holds value %d '%s' meanwhile", bad,
+               g->values[bad].name ? g->values[bad].name : "");
     *zv_out = zv;
     return add;
 #undef REJECT
@@ -775,12 +741,9 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
                 goto done;
             }
             int zv = -1;
-            bool in_z = false;
-            const int add = residual_add(g, i, vt, off, early,
-                                         pf_cux_conv_z_alias_ok(&s->conv), &zv, &in_z);
+            const int add = residual_add(g, i, vt, off, early, &zv);
             if (add >= 0 && pf_cux_conv_can_residual(&s->conv, g, i, g->nodes[add].act)) {
                 const pf_ir_node *an = &g->nodes[add];
-                if (in_z) off[an->out[0]] = off[zv]; /* the sum overwrites z in place */
                 st = pf_cux_conv_set_residual(c, g, i, &s->conv, &vt[zv], an->act, an->act_a,
                                               an->act_b);
                 if (st != PF_OK) {

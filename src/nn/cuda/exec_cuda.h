@@ -96,10 +96,6 @@ const char *pf_cux_conv_path(const pf_cux_conv *cv);
  * chosen algorithm. */
 bool pf_cux_conv_can_residual(const pf_cux_conv *cv, const pf_ir_graph *g, int node,
                               pf_ir_act add_act);
-/* Whether the fused residual may write its output over z (same memory, same
- * view): true for pixflow's kernel, which reads each z element before it
- * writes that element. */
-bool pf_cux_conv_z_alias_ok(const pf_cux_conv *cv);
 /* Makes the conv compute act(conv + bias + z); z->data is set by the caller
  * once memory exists. Only after pf_cux_conv_can_residual said yes. */
 pf_status pf_cux_conv_set_residual(pf_cux_ctx *c, const pf_ir_graph *g, int node,

@@ -439,7 +439,7 @@ extern "C" int pf_cu_ig_ok(const pf_cu_ig *p)
         p->ow < 1 || p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1 || p->dh < 1 ||
         p->dw < 1 || p->ph < 0 || p->pw < 0)
         return 0;
-    if (p->in_st[1] != 1 || p->out_st[1] != 1) return 0;
+    if (p->in_st[1] != 1 || p->out_st[1] != 1 || p->z_st[1] != 1) return 0;
     for (int d = 0; d < 4; d++)
         if (p->in_st[d] < 0 || p->out_st[d] < 0 || p->z_st[d] < 0) return 0;
     if (p->in_st[0] % 8 || p->in_st[2] % 8 || p->in_st[3] % 8) return 0;
@@ -525,6 +525,7 @@ extern "C" int pf_cu_ig_tune(pf_cu_ig *p, const void *x, const void *w, const vo
         const cfg &f = config(ci);
         const long long ctas = (long long)((p->n * (long long)p->oh * p->ow + f.bm - 1) / f.bm) *
                                ((p->k + f.bn - 1) / f.bn);
+        if ((p->k + f.bn - 1) / f.bn > 65535) continue; /* grid.y limit: a wider tile may fit */
         for (unsigned si = 0; si < sizeof split_opts / sizeof *split_opts && !err; si++) {
             pf_cu_ig t = *p;
             pf_cu_ig_set(&t, ci, split_opts[si]);
@@ -551,6 +552,7 @@ extern "C" int pf_cu_ig_tune(pf_cu_ig *p, const void *x, const void *w, const vo
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
     if (err) return err;
+    if (best < 0) return (int)cudaErrorInvalidConfiguration; /* no config fits the grid */
     pf_cu_ig_set(p, best_cfg, best_split);
     if (best_ms) *best_ms = best;
     return 0;
