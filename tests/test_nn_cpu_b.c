@@ -672,6 +672,138 @@ static void test_binary_int(void)
     t_free(&x1); t_free(&e1); t_free(&x2); t_free(&e2);
 }
 
+/* I8/U8 arithmetic wraps like numpy; F16/F64 arithmetic is done in double
+ * (F16 rounded on store), so the references are exact. */
+static void test_binary_small_types(void)
+{
+    static const pf_ir_op ops[] = {PF_IR_ADD, PF_IR_SUB, PF_IR_MUL, PF_IR_DIV,
+                                   PF_IR_MAX, PF_IR_MIN, PF_IR_MOD};
+    const pf_ir_dtype dts[4] = {PF_IR_I8, PF_IR_U8, PF_IR_F16, PF_IR_F64};
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++)
+        for (int t = 0; t < 4; t++)
+            for (size_t p = 0; p < sizeof k_pairs / sizeof k_pairs[0]; p++)
+                for (int fm = 0; fm < (ops[k] == PF_IR_MOD ? 2 : 1); fm++) {
+                    const pf_ir_op op = ops[k];
+                    const pf_ir_dtype dt = dts[t];
+                    const bool fl = dt == PF_IR_F16 || dt == PF_IR_F64;
+                    const double lo = dt == PF_IR_U8 ? 0 : -100;
+                    tensor a = t_rand_new(dt, k_pairs[p].na, k_pairs[p].a, lo, 100);
+                    tensor b = t_rand_new(dt, k_pairs[p].nb, k_pairs[p].b, dt == PF_IR_U8 ? 1 : -9, 9);
+                    for (int64_t i = 0; i < t_numel(&b); i++)
+                        if (t_get(&b, i) == 0) t_set(&b, i, 3);
+                    spec s = spec_new(op, 2, dt);
+                    s.in[0] = &a;
+                    s.in[1] = &b;
+                    s.attr.unary.alpha = (float)fm;
+                    tensor y;
+                    CHECK_OK(run_spec(&s, &y));
+                    const tensor *ab[2] = {&a, &b};
+                    int64_t od[PF_IR_MAX_RANK], idx[PF_IR_MAX_RANK];
+                    int ond = bshape(ab, 2, od);
+                    tensor ref = t_new(dt, ond, od);
+                    for (int64_t i = 0; i < t_numel(&ref); i++) {
+                        unravel(i, ond, od, idx);
+                        const int64_t ia = ravel_b(idx, ond, &a), ib = ravel_b(idx, ond, &b);
+                        if (fl) {
+                            const double x = t_get(&a, ia), yv = t_get(&b, ib);
+                            double r;
+                            switch (op) {
+                            case PF_IR_ADD: r = x + yv; break;
+                            case PF_IR_SUB: r = x - yv; break;
+                            case PF_IR_MUL: r = x * yv; break;
+                            case PF_IR_DIV: r = x / yv; break;
+                            case PF_IR_MAX: r = x > yv ? x : yv; break;
+                            case PF_IR_MIN: r = x < yv ? x : yv; break;
+                            default:
+                                r = fmod(x, yv);
+                                if (!fm && r != 0 && ((r < 0) != (yv < 0))) r += yv;
+                                break;
+                            }
+                            t_set(&ref, i, r);
+                        } else {
+                            t_set(&ref, i, (double)wrap_to(ref_bin_i(op, t_geti(&a, ia),
+                                                                     t_geti(&b, ib), fm), dt));
+                        }
+                    }
+                    char what[80];
+                    snprintf(what, sizeof what, "%s %s fmod=%d pair %zu", pf_ir_op_name(op),
+                             pf_ir_dtype_name(dt), fm, p);
+                    CHECK(cmp_exact(&y, &ref, what) == 0);
+                    t_free(&a); t_free(&b); t_free(&y); t_free(&ref);
+                }
+    /* I8 division of -128 by -1 wraps to -128 (numpy), U8 by 0 gives 0. */
+    int8_t xa[2] = {-128, 7}, xb[2] = {-1, 0};
+    uint8_t ua[2] = {200, 9}, ub[2] = {0, 4};
+    int64_t d2[1] = {2};
+    tensor a = t_of(PF_IR_I8, 1, d2, xa), b = t_of(PF_IR_I8, 1, d2, xb), y;
+    spec s = spec_new(PF_IR_DIV, 2, PF_IR_I8);
+    s.in[0] = &a;
+    s.in[1] = &b;
+    CHECK_OK(run_spec(&s, &y));
+    CHECK(y.data && ((int8_t *)y.data)[0] == -128 && ((int8_t *)y.data)[1] == 0);
+    t_free(&y); t_free(&a); t_free(&b);
+    a = t_of(PF_IR_U8, 1, d2, ua), b = t_of(PF_IR_U8, 1, d2, ub);
+    s = spec_new(PF_IR_MOD, 2, PF_IR_U8);
+    s.in[0] = &a;
+    s.in[1] = &b;
+    CHECK_OK(run_spec(&s, &y));
+    CHECK(y.data && ((uint8_t *)y.data)[0] == 0 && ((uint8_t *)y.data)[1] == 1);
+    t_free(&y); t_free(&a); t_free(&b);
+}
+
+/* Clip on integer types: constant bounds folded into the attrs, runtime
+ * bound inputs, a missing bound (the type's limit) and lo > hi (hi wins). */
+static void test_clip_int(void)
+{
+    int64_t d5[1] = {5};
+    int8_t x8[5] = {-128, -3, 0, 4, 127};
+    int64_t x64[5] = {INT64_MIN, -5000000000LL, 0, 5000000000LL, INT64_MAX};
+    tensor y;
+    /* attrs: [-2, 3] on I8 */
+    tensor a = t_of(PF_IR_I8, 1, d5, x8);
+    spec s = spec_new(PF_IR_CLIP, 1, PF_IR_I8);
+    s.in[0] = &a;
+    s.attr.unary.alpha = -2.0f;
+    s.attr.unary.beta = 3.0f;
+    CHECK_OK(run_spec(&s, &y));
+    const int8_t want8[5] = {-2, -2, 0, 3, 3};
+    CHECK(y.data && !memcmp(y.data, want8, 5));
+    t_free(&y);
+    /* attrs +-inf (no bounds): unchanged */
+    s.attr.unary.alpha = -INFINITY;
+    s.attr.unary.beta = INFINITY;
+    CHECK_OK(run_spec(&s, &y));
+    CHECK(y.data && !memcmp(y.data, x8, 5));
+    t_free(&y);
+    /* runtime I64 bounds beyond float precision; then lo > hi */
+    int64_t lo = -4999999999LL, hi = 4999999999LL;
+    int64_t d0[1] = {1};
+    tensor b = t_of(PF_IR_I64, 1, d5, x64), tl = t_of(PF_IR_I64, 1, d0, &lo),
+           th = t_of(PF_IR_I64, 1, d0, &hi);
+    s = spec_new(PF_IR_CLIP, 3, PF_IR_I64);
+    s.in[0] = &b;
+    s.in[1] = &tl;
+    s.in[2] = &th;
+    s.attr.unary.alpha = -INFINITY;
+    s.attr.unary.beta = INFINITY;
+    CHECK_OK(run_spec(&s, &y));
+    const int64_t want64[5] = {lo, lo, 0, hi, hi};
+    CHECK(y.data && !memcmp(y.data, want64, sizeof want64));
+    t_free(&y);
+    s.in[1] = &th; /* lo = 4999999999 > hi = -4999999999: every value is hi */
+    s.in[2] = &tl;
+    CHECK_OK(run_spec(&s, &y));
+    for (int i = 0; y.data && i < 5; i++) CHECK(((int64_t *)y.data)[i] == lo);
+    t_free(&y);
+    /* a bound of another dtype is refused with its name */
+    tensor f = t_of(PF_IR_I32, 1, d0, (int32_t[]){1});
+    s.in[1] = &f;
+    CHECK(run_spec(&s, &y) == PF_ERR_UNSUPPORTED);
+    CHECK(strstr(pf_last_error(), "Clip min") != NULL);
+    t_free(&y);
+    t_free(&a); t_free(&b); t_free(&tl); t_free(&th); t_free(&f);
+}
+
 static void test_binary_bool_act_prelu(void)
 {
     const pf_ir_op lops[4] = {PF_IR_AND, PF_IR_OR, PF_IR_XOR, PF_IR_EQUAL};
@@ -1746,6 +1878,8 @@ int main(void)
     PF_RUN(test_cast);
     PF_RUN(test_binary_f32);
     PF_RUN(test_binary_int);
+    PF_RUN(test_binary_small_types);
+    PF_RUN(test_clip_int);
     PF_RUN(test_binary_bool_act_prelu);
     PF_RUN(test_where_variadic);
     PF_RUN(test_reduce);

@@ -4,8 +4,9 @@
  * by a fixed step; the loops below specialise the common steps (1,1), (1,0)
  * and (0,1) so that same-shape, per-channel and scalar operands vectorise.
  *
- * Types: ADD SUB MUL DIV MAX MIN MOD on F32, I64, I32 (integer DIV truncates
- * toward zero; integer division or MOD by zero gives 0 rather than a trap);
+ * Types: ADD SUB MUL DIV MAX MIN MOD on F32, I64, I32, I8, U8 (wrapping;
+ * integer DIV truncates toward zero; integer division or MOD by zero gives 0
+ * rather than a trap), F64 and F16 (computed in double, then stored);
  * POW on F32/I64/I32 bases and exponents (output = base type); PRELU on F32;
  * comparisons on F32, I64, I32 (EQUAL also BOOL) to BOOL; AND OR XOR on
  * BOOL. MOD: the IR has no fmod attribute, so attr.unary.alpha != 0 means
@@ -23,6 +24,7 @@
 #include <string.h>
 
 #include "ndutil.h"
+#include "pixflow/tensor.h"
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define WIDE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -134,6 +136,60 @@ WIDE_CLONES static void row_f32(const bin_job *j, int64_t oo, const int64_t *off
     }
 INT_ROWS(int64_t, uint64_t, INT64_MIN)
 INT_ROWS(int32_t, uint32_t, INT32_MIN)
+INT_ROWS(int8_t, uint8_t, INT8_MIN)
+
+/* U8 arithmetic wraps modulo 256 as numpy's uint8; DIV/MOD by 0 give 0. */
+static void row_u8(const bin_job *j, int64_t oo, const int64_t *off, int64_t n, const int64_t *st)
+{
+    switch (j->op) {
+    case PF_IR_ADD: BIN_LOOP(uint8_t, uint8_t, uint8_t, x + y); break;
+    case PF_IR_SUB: BIN_LOOP(uint8_t, uint8_t, uint8_t, x - y); break;
+    case PF_IR_MUL: BIN_LOOP(uint8_t, uint8_t, uint8_t, x * y); break;
+    case PF_IR_DIV: BIN_LOOP(uint8_t, uint8_t, uint8_t, y ? x / y : 0); break;
+    case PF_IR_MAX: BIN_LOOP(uint8_t, uint8_t, uint8_t, x > y ? x : y); break;
+    case PF_IR_MIN: BIN_LOOP(uint8_t, uint8_t, uint8_t, x < y ? x : y); break;
+    case PF_IR_MOD: BIN_LOOP(uint8_t, uint8_t, uint8_t, y ? x % y : 0); break;
+    default: break;
+    }
+}
+
+static double py_fmod(double x, double y)
+{
+    double r = fmod(x, y);
+    if (r != 0.0 && ((r < 0.0) != (y < 0.0))) r += y;
+    return r;
+}
+
+/* F64 and F16 arithmetic (the conformance cases' Max/Min/Mod and friends),
+ * computed in double. */
+static double arith_d(pf_ir_op op, bool c_fmod, double x, double y)
+{
+    switch (op) {
+    case PF_IR_ADD: return x + y;
+    case PF_IR_SUB: return x - y;
+    case PF_IR_MUL: return x * y;
+    case PF_IR_DIV: return x / y;
+    case PF_IR_MAX: return (x > y || x != x) ? x : y;
+    case PF_IR_MIN: return (x < y || x != x) ? x : y;
+    case PF_IR_MOD: return c_fmod ? fmod(x, y) : py_fmod(x, y);
+    default: return 0.0;
+    }
+}
+
+static void row_f64(const bin_job *j, int64_t oo, const int64_t *off, int64_t n, const int64_t *st)
+{
+    const pf_ir_op op = j->op;
+    const bool c_fmod = j->fmod;
+    BIN_LOOP(double, double, double, arith_d(op, c_fmod, x, y));
+}
+
+static void row_f16(const bin_job *j, int64_t oo, const int64_t *off, int64_t n, const int64_t *st)
+{
+    const pf_ir_op op = j->op;
+    const bool c_fmod = j->fmod;
+    BIN_LOOP(uint16_t, uint16_t, uint16_t,
+             pf_f32_to_f16((float)arith_d(op, c_fmod, pf_f16_to_f32(x), pf_f16_to_f32(y))));
+}
 
 static void row_bool(const bin_job *j, int64_t oo, const int64_t *off, int64_t n, const int64_t *st)
 {
@@ -172,6 +228,10 @@ static void bin_row(void *p, int64_t oo, const int64_t *off, int64_t n, const in
     else if (j->ta == PF_IR_F32) row_f32(j, oo, off, n, st);
     else if (j->ta == PF_IR_I64) row_int64_t(j, oo, off, n, st);
     else if (j->ta == PF_IR_I32) row_int32_t(j, oo, off, n, st);
+    else if (j->ta == PF_IR_I8) row_int8_t(j, oo, off, n, st);
+    else if (j->ta == PF_IR_U8) row_u8(j, oo, off, n, st);
+    else if (j->ta == PF_IR_F64) row_f64(j, oo, off, n, st);
+    else if (j->ta == PF_IR_F16) row_f16(j, oo, off, n, st);
     else row_bool(j, oo, off, n, st);
 }
 
@@ -191,7 +251,9 @@ static bool types_ok(pf_ir_op op, pf_ir_dtype ta, pf_ir_dtype tb, pf_ir_dtype to
     switch (op) {
     case PF_IR_ADD: case PF_IR_SUB: case PF_IR_MUL: case PF_IR_DIV: case PF_IR_MAX:
     case PF_IR_MIN: case PF_IR_MOD:
-        return is_num(ta) && tb == ta && to == ta;
+        return (is_num(ta) || ta == PF_IR_I8 || ta == PF_IR_U8 || ta == PF_IR_F64 ||
+                ta == PF_IR_F16) &&
+               tb == ta && to == ta;
     case PF_IR_POW: return is_num(ta) && is_num(tb) && to == ta;
     case PF_IR_PRELU: return ta == PF_IR_F32 && tb == ta && to == ta;
     case PF_IR_EQUAL:

@@ -113,6 +113,61 @@ static void unary_range(void *p, int64_t lo, int64_t hi)
     }
 }
 
+static int64_t load_i(const void *p, pf_ir_dtype t, int64_t i)
+{
+    switch (t) {
+    case PF_IR_I64: return ((const int64_t *)p)[i];
+    case PF_IR_I32: return ((const int32_t *)p)[i];
+    case PF_IR_I8: return ((const int8_t *)p)[i];
+    default: return ((const uint8_t *)p)[i];
+    }
+}
+
+/* Clip on I64/I32/I8/U8: the bounds are the attrs (constant bounds) or
+ * inputs 1 and 2 of the input's type (opset >= 11, computed at run time);
+ * an absent bound is the type's limit. */
+static pf_status clip_int(const pf_nn_cpu_args *a, pf_ir_dtype t, int64_t cnt)
+{
+    const pf_ir_node *n = a->node;
+    int64_t lo, hi;
+    switch (t) {
+    case PF_IR_I64: lo = INT64_MIN, hi = INT64_MAX; break;
+    case PF_IR_I32: lo = INT32_MIN, hi = INT32_MAX; break;
+    case PF_IR_I8: lo = INT8_MIN, hi = INT8_MAX; break;
+    case PF_IR_U8: lo = 0, hi = UINT8_MAX; break;
+    default:
+        return pf_nn_cpu_fail(a, PF_ERR_UNSUPPORTED, "dtype %s of '%s' is not supported by Clip on the CPU",
+                              pf_ir_dtype_name(t), a->vin[0]->name);
+    }
+    /* Constant bounds were folded into the attrs (as floats: exact up to
+     * 2^24; ints beyond that need runtime bound inputs). */
+    const int64_t tmin = lo, tmax = hi;
+    const double fa = n->attr.unary.alpha, fb = n->attr.unary.beta;
+    if (fa > (double)tmin) lo = fa >= (double)tmax ? tmax : (int64_t)ceil(fa);
+    if (fb < (double)tmax) hi = fb <= (double)tmin ? tmin : (int64_t)floor(fb);
+    for (int k = 1; k <= 2 && k < n->n_in; k++) {
+        const pf_ir_value *vb = a->vin[k];
+        if (!vb || !a->in[k]) continue;
+        if (vb->dtype != t || pf_nd_numel(vb) != 1)
+            return pf_nn_cpu_fail(a, PF_ERR_UNSUPPORTED, "Clip %s '%s' must be one %s value",
+                                  k == 1 ? "min" : "max", vb->name, pf_ir_dtype_name(t));
+        if (k == 1) lo = load_i(a->in[k], t, 0);
+        else hi = load_i(a->in[k], t, 0);
+    }
+    for (int64_t i = 0; i < cnt; i++) {
+        int64_t v = load_i(a->in[0], t, i);
+        if (v < lo) v = lo; /* ONNX: min(max(x, lo), hi): hi wins when lo > hi */
+        if (v > hi) v = hi;
+        switch (t) { /* v lies within the type's range here */
+        case PF_IR_I64: ((int64_t *)a->out[0])[i] = v; break;
+        case PF_IR_I32: ((int32_t *)a->out[0])[i] = (int32_t)v; break;
+        case PF_IR_I8: ((int8_t *)a->out[0])[i] = (int8_t)v; break;
+        default: ((uint8_t *)a->out[0])[i] = (uint8_t)v; break;
+        }
+    }
+    return PF_OK;
+}
+
 pf_status pf_nn_cpu_unary(const pf_nn_cpu_args *a)
 {
     const pf_ir_node *n = a->node;
@@ -127,6 +182,7 @@ pf_status pf_nn_cpu_unary(const pf_nn_cpu_args *a)
         if (cnt) memcpy(a->out[0], a->in[0], (size_t)cnt * pf_nd_esize(vx->dtype));
         return PF_OK;
     }
+    if (n->op == PF_IR_CLIP && vx->dtype != PF_IR_F32) return clip_int(a, vx->dtype, cnt);
     bool ok;
     if (n->op == PF_IR_NOT) ok = vx->dtype == PF_IR_BOOL;
     else if (n->op == PF_IR_ABS || n->op == PF_IR_NEG || n->op == PF_IR_SIGN)
