@@ -325,12 +325,16 @@ static bool overlaps(const pf_tensor *a, const pf_tensor *b)
 }
 
 /* v as the caller's tensor must be at `batch`: the model's symbolic dims
- * (-1 in its I/O description) take the run's batch, whatever the plan's. */
-static void at_batch(pf_ir_value *v, pf_model_io io, int64_t batch)
+ * (-1 in its I/O description) take the run's batch where the plan (made for
+ * plan_b >= batch) has its batch there. A symbolic dim that is not the batch
+ * after specialisation (an output concatenated along the batch with more
+ * rows: 2 + N) keeps the plan's value, so the caller's tensor must have it;
+ * taking the batch there let a run write past the caller's buffer. */
+static void at_batch(pf_ir_value *v, pf_model_io io, int64_t batch, int64_t plan_b)
 {
     if (io.ndim != v->ndim) return;
     for (int d = 0; d < v->ndim; d++)
-        if (io.shape[d] < 0) v->dims[d] = batch;
+        if (io.shape[d] < 0 && v->dims[d] == plan_b) v->dims[d] = batch;
 }
 
 static pf_status validate(pf_nn_exec *x, const pf_tensor *in, int n_in, pf_tensor *out,
@@ -355,13 +359,13 @@ static pf_status validate(pf_nn_exec *x, const pf_tensor *in, int n_in, pf_tenso
                             exec_fn, (long long)e->batch, g->n_inputs, g->n_outputs);
     for (int i = 0; i < n_in; i++) {
         pf_ir_value v = g->values[g->inputs[i]];
-        at_batch(&v, pf_model_input(m, i), batch);
+        at_batch(&v, pf_model_input(m, i), batch, e->batch);
         st = check_tensor(x, &in[i], &v, "input", i);
         if (st) return st;
     }
     for (int i = 0; i < n_out; i++) {
         pf_ir_value v = g->values[g->outputs[i]];
-        at_batch(&v, pf_model_output(m, i), batch);
+        at_batch(&v, pf_model_output(m, i), batch, e->batch);
         st = check_tensor(x, &out[i], &v, "output", i);
         if (st) return st;
         for (int j = 0; j < n_in; j++)

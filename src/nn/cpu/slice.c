@@ -35,16 +35,21 @@ pf_status pf_nn_cpu_slice(const pf_nn_cpu_args *a)
     int64_t base = 0;
     for (int d = 0; d < r; d++) {
         int64_t cnt = vy->dims[d];
+        if (cnt <= 1) step[d] = 1; /* one element or none: the step is never taken */
         if (cnt > 0) {
-            int64_t last = start[d] + (cnt - 1) * step[d];
-            if (start[d] < 0 || start[d] >= vx->dims[d] || last < 0 || last >= vx->dims[d])
+            /* Overflow-checked: steps come from the file (INT64_MIN seen). */
+            int64_t span, last;
+            const bool wrap = __builtin_mul_overflow(cnt - 1, step[d], &span) ||
+                              __builtin_add_overflow(start[d], span, &last);
+            if (wrap || start[d] < 0 || start[d] >= vx->dims[d] || last < 0 ||
+                last >= vx->dims[d])
                 return pf_nn_cpu_fail(a, PF_ERR_INVALID,
                                       "axis %d: %lld elements from %lld step %lld leave the input dim %lld",
                                       d, (long long)cnt, (long long)start[d], (long long)step[d],
                                       (long long)vx->dims[d]);
         }
         base += start[d] * ist[d];
-        st[d] = step[d] * ist[d];
+        st[d] = step[d] * ist[d]; /* |step| < dim here, so within the input's span */
     }
     pf_nd_copy_strided(a->out[0], a->in[0], pf_nd_esize(vx->dtype), r, vy->dims, base, st, a->pool);
     return PF_OK;
