@@ -343,6 +343,7 @@ static void dw_rows_padded(void *ctx, int ith, int nth)
     for (int64_t i = 0; i < R; i++) tag[i] = -1;
     int64_t rows = s->N * s->M * s->OH;
     int64_t r0 = rows * ith / nth, r1 = rows * (ith + 1) / nth;
+    if (r0 >= r1) return; /* also keeps the divisions below off empty outputs */
     int64_t taps = s->kh * s->kw;
     int nine = taps == 9, many = taps <= DW_MANY_TAPS;
     const float *rp[64], *tp[DW_MANY_TAPS];
@@ -611,6 +612,7 @@ pf_status pf_nn_cpu_conv(const pf_nn_cpu_args *a)
     char why[200];
     if (conv_geom_get(a->g, a->node, &s, why, sizeof why))
         return pf_nn_cpu_fail(a, PF_ERR_UNSUPPORTED, "%s", why);
+    if (s.N == 0 || s.M == 0 || s.OH == 0 || s.OW == 0) return PF_OK; /* empty output */
     int64_t K = s.Cg * s.kh * s.kw;
     if (K > INT32_MAX || s.OH * s.OW > INT32_MAX || s.H * s.W > INT32_MAX)
         return pf_nn_cpu_fail(a, PF_ERR_UNSUPPORTED, "conv too large for 32-bit sgemm sizes");
