@@ -40,6 +40,12 @@
 #define FUZZ_MAX_ARENA ((size_t)64 << 20)
 #define FUZZ_MAX_FLOPS 1e7
 
+/* A model may plan arenas of hundreds of GB; the library turns a failed
+ * allocation into PF_ERR_NOMEM, which is what the fuzzers must see (ASan's
+ * default aborts on such requests instead of returning NULL). */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+
 static volatile uint64_t fuzz_model_sink;
 static int fuzz_model_strict = -1; /* -1: from FUZZ_MODEL_STRICT (default on) */
 /* How deep inputs get; printed at exit when FUZZ_MODEL_STATS=1, to see
