@@ -1016,9 +1016,14 @@ static pf_status infer_split(ctx *c)
         return node_err(c->g, c->id, PF_ERR_FORMAT, "%d split sizes for %d outputs", a->n, k);
     int64_t sum = 0;
     for (int i = 0; i < k; i++) {
-        if (a->sizes[i] < 0)
-            return node_err(c->g, c->id, PF_ERR_FORMAT, "split size %lld",
-                            (long long)a->sizes[i]);
+        /* Each size is checked against the dim before adding: sizes from
+         * the file can be near INT64_MAX, and their sum must not wrap. */
+        if (a->sizes[i] < 0 || a->sizes[i] > dim - sum)
+            return node_err(c->g, c->id, PF_ERR_FORMAT,
+                            "split size %lld (output %d) exceeds what is left of axis %lld "
+                            "(%lld of %lld)",
+                            (long long)a->sizes[i], i, (long long)axis, (long long)(dim - sum),
+                            (long long)dim);
         sum += a->sizes[i];
     }
     if (sum != dim)
