@@ -146,6 +146,7 @@ static void fuzz_model_run(pf_model *m, const char *file)
     if (ok) {
         pf_nn_exec_params p = pf_nn_exec_params_default();
         p.pool = fuzz_pool();
+        p.memory_cap = (size_t)1 << 30; /* a 10 GB arena is a clean NOMEM, not an OOM kill */
         pf_nn_exec *x = NULL;
         st = pf_nn_exec_create(m, &p, &x);
         if (st == PF_OK) {

@@ -381,6 +381,43 @@ static const char *mediapipe_path(char *buf, size_t size, const char *rel)
     return buf;
 }
 
+/* params.memory_cap on the CPU: a plan whose arena + scratch + staging
+ * exceed it fails with PF_ERR_NOMEM naming the sizes; a generous cap runs. */
+static void test_cpu_memory_cap(void)
+{
+    char path[1024];
+    if (!mediapipe_path(path, sizeof path, "selfie_segmentation/selfie_segmentation.tflite")) {
+        printf("  (skipped: MediaPipe models absent)\n");
+        return;
+    }
+    pf_model *m = NULL;
+    CHECK_OK(pf_model_load(path, &m));
+    REQUIRE(m);
+    int64_t ish[4] = {1, 256, 256, 3}, osh[4] = {1, 256, 256, 1};
+    pf_tensor in = {0}, out = {0};
+    CHECK_OK(pf_tensor_alloc(&in, PF_DTYPE_F32, 4, ish, PF_LAYOUT_NHWC, NULL, NULL));
+    CHECK_OK(pf_tensor_alloc(&out, PF_DTYPE_F32, 4, osh, PF_LAYOUT_NHWC, NULL, NULL));
+    fill(&in, 7);
+    for (int k = 0; k < 2; k++) {
+        pf_nn_exec_params p = pf_nn_exec_params_default();
+        p.memory_cap = k ? (size_t)1 << 30 : (size_t)64 << 10;
+        pf_nn_exec *x = NULL;
+        CHECK_OK(pf_nn_exec_create(m, &p, &x));
+        REQUIRE(x);
+        pf_status st = pf_nn_exec_run(x, NULL, &in, 1, &out, 1);
+        if (k) {
+            CHECK_OK(st);
+        } else {
+            CHECK_EQ_INT(st, PF_ERR_NOMEM);
+            CHECK(strstr(pf_last_error(), "memory_cap of 65536 B") != NULL);
+        }
+        pf_nn_exec_destroy(&x);
+    }
+    pf_tensor_unref(&in);
+    pf_tensor_unref(&out);
+    pf_model_free(&m);
+}
+
 static void test_selfie_segmentation(void)
 {
     char path[1024];
@@ -570,6 +607,7 @@ int main(void)
     PF_RUN(test_i64_input);
     PF_RUN(test_onnx_case);
     PF_RUN(test_selfie_segmentation);
+    PF_RUN(test_cpu_memory_cap);
     PF_RUN(test_tflite_batching);
     return pf_test_finish();
 }

@@ -157,7 +157,9 @@ typedef struct pf_nn_exec_params {
     pf_threadpool *pool;        /* CPU: threads (NULL = the executor makes its own) */
     bool cuda_graphs;           /* CUDA: capture each batch size's run as a graph (default on) */
     bool allow_tf32;            /* CUDA FP32: allow TF32 tensor-core math (default off) */
-    size_t memory_cap;          /* device bytes for weights + arenas; 0 = no cap */
+    size_t memory_cap;          /* 0 = no cap. CUDA: device bytes for weights + arenas;
+                                   CPU: host bytes of one plan's arena + scratch + I/O
+                                   staging (over it: PF_ERR_NOMEM naming the sizes) */
 } pf_nn_exec_params;
 
 PF_API pf_nn_exec_params pf_nn_exec_params_default(void);

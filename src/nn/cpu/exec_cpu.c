@@ -41,6 +41,7 @@
 typedef struct cpu_ctx {
     pf_threadpool *pool;
     bool own_pool;
+    size_t memory_cap;          /* params.memory_cap: arena + scratch + staging per plan */
 } cpu_ctx;
 
 typedef struct cpu_plan {
@@ -61,6 +62,7 @@ static pf_status cpu_ctx_create(const pf_nn_exec_params *p, void **out)
 {
     cpu_ctx *c = calloc(1, sizeof *c);
     if (!c) return pf_set_error(PF_ERR_NOMEM, "nn cpu executor: out of memory");
+    if (p) c->memory_cap = p->memory_cap;
     if (p && p->pool) {
         c->pool = p->pool;
     } else {
@@ -110,7 +112,7 @@ static size_t align_up(size_t n) { return (n + CPU_ALIGN - 1) & ~(size_t)(CPU_AL
 
 static pf_status cpu_plan_create(void *ctx, const pf_ir_graph *g, int64_t batch, void **out)
 {
-    (void)ctx;
+    const cpu_ctx *c = ctx;
     const char *name = g->name ? g->name : "model";
     cpu_plan *p = calloc(1, sizeof *p);
     if (!p) return pf_set_error(PF_ERR_NOMEM, "%s: out of memory", name);
@@ -137,6 +139,14 @@ static pf_status cpu_plan_create(void *ctx, const pf_ir_graph *g, int64_t batch,
     st = pf_ir_plan_memory(g, CPU_ALIGN, NULL, &mp);
     if (st) goto fail;
     p->arena_bytes = mp.arena_bytes;
+    if (c && c->memory_cap &&
+        (p->arena_bytes > c->memory_cap || p->scratch_bytes > c->memory_cap - p->arena_bytes)) {
+        pf_ir_mem_plan_free(&mp);
+        st = pf_set_error(PF_ERR_NOMEM, "%s: the batch-%lld plan needs %zu B of arena + %zu B of "
+                          "scratch, over the executor's memory_cap of %zu B", name,
+                          (long long)batch, p->arena_bytes, p->scratch_bytes, c->memory_cap);
+        goto fail;
+    }
     p->ptrs = calloc((size_t)(g->n_values ? g->n_values : 1), sizeof *p->ptrs);
     int n_io = g->n_inputs + g->n_outputs;
     p->stage_off = malloc((size_t)(n_io ? n_io : 1) * sizeof *p->stage_off);
@@ -175,6 +185,13 @@ static pf_status cpu_plan_create(void *ctx, const pf_ir_graph *g, int64_t batch,
         off += align_up(pf_ir_value_nbytes(val));
     }
     p->staging_bytes = off;
+    if (c && c->memory_cap && off > c->memory_cap - p->arena_bytes - p->scratch_bytes) {
+        st = pf_set_error(PF_ERR_NOMEM, "%s: the batch-%lld plan needs %zu B of I/O staging "
+                          "beside %zu B of arena + scratch, over the executor's memory_cap of "
+                          "%zu B", name, (long long)batch, off,
+                          p->arena_bytes + p->scratch_bytes, c->memory_cap);
+        goto fail;
+    }
     p->staging = pf_aligned_alloc(CPU_ALIGN, off);
     if (!p->staging) {
         st = pf_set_error(PF_ERR_NOMEM, "%s: out of memory for %zu B of I/O staging", name, off);
