@@ -29,15 +29,7 @@
  * - Nothing is allocated per call: tap tables, blur images and per-thread row
  *   buffers are carved from pf_ops_scratch (host memory on the CPU device),
  *   which grows once. */
-#if defined(__GNUC__) && !defined(__clang__)
-/* -O2's "very cheap" cost model refuses most of these loops; the dynamic
- * model vectorises them, and the clamps of the blend loop become vector
- * selects only when comparisons may be evaluated for every lane
- * (no-trapping-math: nothing here reads FP exception flags). Vector and
- * scalar IEEE operations round alike and contraction stays off (ISO C), so
- * no result changes (tests/test_composite.c compares with the reference). */
-#pragma GCC optimize("no-trapping-math", "tree-vectorize", "vect-cost-model=dynamic")
-#endif
+#include "../core/vectorize.h" /* first: compile flags for the row loops */
 
 #include <string.h>
 
@@ -45,19 +37,6 @@
 #include "../ops/ops_impl.h"
 
 #define ALIGN64(x) (((x) + 63) & ~(size_t)63)
-
-/* The row loops (the blur's taps above all) are pure streams of
- * multiplies, adds and conversions: built also for AVX2 and AVX-512 (chosen
- * once at load time by the ifunc resolver) they run 2-4 lanes wider than
- * the SSE2 baseline. No
- * contraction into FMAs happens in ISO C mode, so every version computes
- * the same bits (checked against the reference by tests/test_composite.c on
- * whatever machine runs it). */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define WIDE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define WIDE_CLONES
-#endif
 
 typedef struct cmp_tap {
     int32_t k0, k1;

@@ -20,9 +20,7 @@
  * result: vector and scalar IEEE operations round alike and contraction
  * stays off (ISO C mode), so the output is the reference's bit for bit
  * (tests/test_reproject.c checks it). */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math", "tree-vectorize", "vect-cost-model=dynamic")
-#endif
+#include "../core/vectorize.h" /* first: compile flags for the row loops */
 
 #include "../ops/reproject.h"
 

@@ -1,20 +1,11 @@
 /* Fused activations and the parallel helper shared by the CPU kernels. */
-#if defined(__GNUC__) && !defined(__clang__)
-/* -O2's very cheap cost model refuses the row loops; see src/cpu/composite.c. */
-#pragma GCC optimize("no-trapping-math", "tree-vectorize", "vect-cost-model=dynamic")
-#endif
+#include "../../core/vectorize.h" /* first: compile flags for the row loops */
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "kernels.h"
-
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define WIDE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define WIDE_CLONES
-#endif
 
 float pf_nn_act_scalar(float x, pf_ir_act act, float a, float b)
 {

@@ -15,22 +15,13 @@
  * The F32 rows are compiled for AVX-512 and AVX2 too (residual adds and the
  * per-channel Mul of squeeze-excite blocks are on the hot path of mobile
  * nets). */
-#if defined(__GNUC__) && !defined(__clang__)
-/* -O2's very cheap cost model refuses the row loops; see src/cpu/composite.c. */
-#pragma GCC optimize("no-trapping-math", "tree-vectorize", "vect-cost-model=dynamic")
-#endif
+#include "../../core/vectorize.h" /* first: compile flags for the row loops */
 
 #include <math.h>
 #include <string.h>
 
 #include "ndutil.h"
 #include "pixflow/tensor.h"
-
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define WIDE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define WIDE_CLONES
-#endif
 
 typedef struct bin_job {
     pf_ir_op op;

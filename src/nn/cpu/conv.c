@@ -18,10 +18,7 @@
  * with few input rows (Cg*kh*kw <= PW_SMALL_K: thin 1x1s, 3-channel stems)
  * skip sgemm for conv_pw.c's register-blocked loops, the non-1x1 ones with
  * their column matrix built per thread in L1-sized chunks. */
-#if defined(__GNUC__) && !defined(__clang__)
-/* -O2's very cheap cost model refuses the row loops; see src/cpu/composite.c. */
-#pragma GCC optimize("no-trapping-math", "tree-vectorize", "vect-cost-model=dynamic")
-#endif
+#include "../../core/vectorize.h" /* first: compile flags for the row loops */
 
 #include <stdint.h>
 #include <stdio.h>
@@ -29,12 +26,6 @@
 
 #include "blas.h"
 #include "kernels.h"
-
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define WIDE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define WIDE_CLONES
-#endif
 
 /* Most floats of one im2col block (4 MiB); at least MIN_COLS columns. */
 enum { COL_CAP = 1 << 20, MIN_COLS = 256 };

@@ -7,21 +7,12 @@
  * separate bias/act epilogue. Here each output element is written once:
  * 4 output rows x 32 columns accumulate in registers over k, then bias and
  * act are applied to the column block while it is in L1. */
-#if defined(__GNUC__) && !defined(__clang__)
-/* -O2's very cheap cost model refuses the row loops; see src/cpu/composite.c. */
-#pragma GCC optimize("no-trapping-math", "tree-vectorize", "vect-cost-model=dynamic")
-#endif
+#include "../../core/vectorize.h" /* first: compile flags for the row loops */
 
 #include <stdint.h>
 #include <string.h>
 
 #include "kernels.h"
-
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define WIDE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define WIDE_CLONES
-#endif
 
 /* Columns per block: bias/act run on [M, PW_BLOCK] while it is in cache. */
 enum { PW_BLOCK = 256 };

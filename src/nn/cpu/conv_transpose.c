@@ -8,10 +8,7 @@
  * the scratch. 1x1, stride 1, no pads needs no scatter: sgemm accumulates
  * straight into Y. output_padding only grows Y (shape inference sized it);
  * the extra rows/columns receive the bias alone, as in ONNX. */
-#if defined(__GNUC__) && !defined(__clang__)
-/* -O2's very cheap cost model refuses the row loops; see src/cpu/composite.c. */
-#pragma GCC optimize("no-trapping-math", "tree-vectorize", "vect-cost-model=dynamic")
-#endif
+#include "../../core/vectorize.h" /* first: compile flags for the row loops */
 
 #include <stdint.h>
 #include <stdio.h>

@@ -13,10 +13,7 @@
  * Average windows over unit-stride rows and global averages sum in sixteen
  * float lanes (vectorised; the order differs from a sequential sum by
  * rounding only), global ones adding each 1024-element chunk into a double. */
-#if defined(__GNUC__) && !defined(__clang__)
-/* -O2's very cheap cost model refuses the row loops; see src/cpu/composite.c. */
-#pragma GCC optimize("no-trapping-math", "tree-vectorize", "vect-cost-model=dynamic")
-#endif
+#include "../../core/vectorize.h" /* first: compile flags for the row loops */
 
 #include <float.h>
 #include <stdint.h>
@@ -24,12 +21,6 @@
 #include <string.h>
 
 #include "kernels.h"
-
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define WIDE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define WIDE_CLONES
-#endif
 
 enum { SUM_LANES = 16, SUM_CHUNK = 1024 };
 
