@@ -35,6 +35,7 @@
 #include "../../core/sys.h"
 #include "../backend.h"
 #include "kernels.h"
+#include "ndutil.h"
 
 #define CPU_ALIGN 64
 
@@ -234,28 +235,6 @@ static void store_f(void *p, pf_ir_dtype t, size_t i, double x)
     }
 }
 
-static int64_t load_i(const void *p, pf_ir_dtype t, size_t i)
-{
-    switch (t) {
-    case PF_IR_I64: return ((const int64_t *)p)[i];
-    case PF_IR_I32: return ((const int32_t *)p)[i];
-    case PF_IR_I8: return ((const int8_t *)p)[i];
-    case PF_IR_U8: case PF_IR_BOOL: return ((const uint8_t *)p)[i];
-    default: return 0;
-    }
-}
-
-static void store_i(void *p, pf_ir_dtype t, size_t i, int64_t x)
-{
-    switch (t) {
-    case PF_IR_I64: ((int64_t *)p)[i] = x; break;
-    case PF_IR_I32: ((int32_t *)p)[i] = (int32_t)x; break;
-    case PF_IR_I8: ((int8_t *)p)[i] = (int8_t)x; break;
-    case PF_IR_U8: case PF_IR_BOOL: ((uint8_t *)p)[i] = (uint8_t)x; break;
-    default: break;
-    }
-}
-
 static pf_ir_dtype ir_of_public(pf_dtype t)
 {
     switch (t) {
@@ -290,11 +269,11 @@ static pf_status convert(void *dst, pf_ir_dtype dt, const void *src, pf_ir_dtype
     }
     if (!ir_is_float(dt) && !ir_is_float(st)) {
         for (size_t i = 0; i < n; i++) {
-            int64_t x = load_i(src, st, i);
+            int64_t x = pf_nd_load_i64(src, st, (int64_t)i);
             if (!int_in_range(x, dt))
                 return pf_set_error(PF_ERR_INVALID, "%s: element %zu is %lld, outside the range "
                                     "of %s", what, i, (long long)x, pf_ir_dtype_name(dt));
-            store_i(dst, dt, i, x);
+            pf_nd_store_i64(dst, dt, (int64_t)i, x);
         }
         return PF_OK;
     }

@@ -49,6 +49,28 @@ static int64_t sat_i64(double v, double lo, double hi)
     return (int64_t)v;
 }
 
+int64_t pf_nd_load_i64(const void *p, pf_ir_dtype t, int64_t i)
+{
+    switch (t) {
+    case PF_IR_I64: return ((const int64_t *)p)[i];
+    case PF_IR_I32: return ((const int32_t *)p)[i];
+    case PF_IR_I8: return ((const int8_t *)p)[i];
+    case PF_IR_U8: case PF_IR_BOOL: return ((const uint8_t *)p)[i];
+    default: return 0;
+    }
+}
+
+void pf_nd_store_i64(void *p, pf_ir_dtype t, int64_t i, int64_t x)
+{
+    switch (t) {
+    case PF_IR_I64: ((int64_t *)p)[i] = x; break;
+    case PF_IR_I32: ((int32_t *)p)[i] = (int32_t)x; break;
+    case PF_IR_I8: ((int8_t *)p)[i] = (int8_t)x; break;
+    case PF_IR_U8: case PF_IR_BOOL: ((uint8_t *)p)[i] = (uint8_t)x; break;
+    default: break;
+    }
+}
+
 void pf_nd_store_double(void *dst, pf_ir_dtype t, double v)
 {
     switch (t) {

@@ -26,6 +26,10 @@ void pf_nd_strides(int nd, const int64_t *dims, int64_t *strides);
 /* Writes v converted to dtype t at dst (ints truncate toward zero and
  * saturate; BOOL = v != 0). */
 void pf_nd_store_double(void *dst, pf_ir_dtype t, double v);
+/* Element i of an integer (I64/I32/I8/U8/BOOL) array, widened; 0 for other
+ * dtypes. pf_nd_store_i64 writes x truncated to t (wrapping, as a C cast). */
+int64_t pf_nd_load_i64(const void *p, pf_ir_dtype t, int64_t i);
+void pf_nd_store_i64(void *p, pf_ir_dtype t, int64_t i, int64_t x);
 /* Fills n elements of dtype t with v. */
 void pf_nd_fill(void *dst, pf_ir_dtype t, double v, int64_t n);
 

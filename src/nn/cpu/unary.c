@@ -113,16 +113,6 @@ static void unary_range(void *p, int64_t lo, int64_t hi)
     }
 }
 
-static int64_t load_i(const void *p, pf_ir_dtype t, int64_t i)
-{
-    switch (t) {
-    case PF_IR_I64: return ((const int64_t *)p)[i];
-    case PF_IR_I32: return ((const int32_t *)p)[i];
-    case PF_IR_I8: return ((const int8_t *)p)[i];
-    default: return ((const uint8_t *)p)[i];
-    }
-}
-
 /* Clip on I64/I32/I8/U8: the bounds are the attrs (constant bounds) or
  * inputs 1 and 2 of the input's type (opset >= 11, computed at run time);
  * an absent bound is the type's limit. */
@@ -151,19 +141,14 @@ static pf_status clip_int(const pf_nn_cpu_args *a, pf_ir_dtype t, int64_t cnt)
         if (vb->dtype != t || pf_nd_numel(vb) != 1)
             return pf_nn_cpu_fail(a, PF_ERR_UNSUPPORTED, "Clip %s '%s' must be one %s value",
                                   k == 1 ? "min" : "max", vb->name, pf_ir_dtype_name(t));
-        if (k == 1) lo = load_i(a->in[k], t, 0);
-        else hi = load_i(a->in[k], t, 0);
+        if (k == 1) lo = pf_nd_load_i64(a->in[k], t, 0);
+        else hi = pf_nd_load_i64(a->in[k], t, 0);
     }
     for (int64_t i = 0; i < cnt; i++) {
-        int64_t v = load_i(a->in[0], t, i);
+        int64_t v = pf_nd_load_i64(a->in[0], t, i);
         if (v < lo) v = lo; /* ONNX: min(max(x, lo), hi): hi wins when lo > hi */
         if (v > hi) v = hi;
-        switch (t) { /* v lies within the type's range here */
-        case PF_IR_I64: ((int64_t *)a->out[0])[i] = v; break;
-        case PF_IR_I32: ((int32_t *)a->out[0])[i] = (int32_t)v; break;
-        case PF_IR_I8: ((int8_t *)a->out[0])[i] = (int8_t)v; break;
-        default: ((uint8_t *)a->out[0])[i] = (uint8_t)v; break;
-        }
+        pf_nd_store_i64(a->out[0], t, i, v); /* v lies within the type's range */
     }
     return PF_OK;
 }
