@@ -453,6 +453,15 @@ pf_status pf_cux_conv_prepare(pf_cux_ctx *c, const pf_ir_graph *g, int node,
     return PF_OK;
 }
 
+/* PF_OK for a launch result of 0, else the error naming the node and kernel. */
+static pf_status launched(const pf_ir_graph *g, int node, const char *what, int e)
+{
+    if (!e) return PF_OK;
+    char d[160];
+    return pf_set_error(PF_ERR_DEVICE, "%s: %s launch failed: %s",
+                        pf_cux_desc(g, node, d, sizeof d), what, pf_cu_error_string(e));
+}
+
 pf_status pf_cux_conv_run(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_conv *cv,
                           const pf_nn_cu_tensor *x, const pf_nn_cu_tensor *y, void *ws,
                           cudaStream_t s)
@@ -464,42 +473,23 @@ pf_status pf_cux_conv_run(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_
     if (cv->dw) {
         int e = pf_cu_launch_dwconv(&cv->dwp, x->data, cv->w, cv->b, y->data,
                                     c->fp16 ? PF_IR_F16 : PF_IR_F32, s);
-        if (e) {
-            char d[160];
-            return pf_set_error(PF_ERR_DEVICE, "%s: depthwise conv launch failed: %s",
-                                pf_cux_desc(g, node, d, sizeof d), pf_cu_error_string(e));
-        }
-        return PF_OK;
+        return launched(g, node, "depthwise conv", e);
     }
     if (cv->ig) {
         int e = pf_cu_launch_ig(&cv->igp, x->data, cv->w, cv->b, cv->resid ? cv->z.data : NULL,
                                 y->data, ws, s);
-        if (e) {
-            char d[160];
-            return pf_set_error(PF_ERR_DEVICE, "%s: implicit-GEMM conv launch failed: %s",
-                                pf_cux_desc(g, node, d, sizeof d), pf_cu_error_string(e));
-        }
-        return PF_OK;
+        return launched(g, node, "implicit-GEMM conv", e);
     }
     if (cv->fc) {
         int e = pf_cu_launch_fc(&cv->fcp, x->data, cv->w, cv->b, y->data,
                                 c->fp16 ? PF_IR_F16 : PF_IR_F32, s);
-        if (e) {
-            char d[160];
-            return pf_set_error(PF_ERR_DEVICE, "%s: 1x1 spatial conv launch failed: %s",
-                                pf_cux_desc(g, node, d, sizeof d), pf_cu_error_string(e));
-        }
-        return PF_OK;
+        return launched(g, node, "1x1 spatial conv", e);
     }
     if (!cv->transpose) {
         const void *src = x->data;
         if (cv->use_tmp) {
             int e = pf_cu_launch_pad(&cv->pad, x->data, tmp, c->fp16 ? PF_IR_F16 : PF_IR_F32, s);
-            if (e) {
-                char d[160];
-                return pf_set_error(PF_ERR_DEVICE, "%s: pad launch failed: %s",
-                                    pf_cux_desc(g, node, d, sizeof d), pf_cu_error_string(e));
-            }
+            if (e) return launched(g, node, "pad", e);
             src = tmp;
         }
         if (cv->fused) {
