@@ -1559,7 +1559,7 @@ int main(void)
     PF_RUN(test_models);
     PF_RUN(test_batch_buckets);
     /* The convs again with the FP16 conv path forced each way (by default
-     * it is timed per conv, so either may have run above). */
+     * it is timed per conv, so any may have run above). */
     setenv("PIXFLOW_NN_CONV", "pixflow", 1);
     PF_RUN(test_conv);
     PF_RUN(test_residual);
@@ -1569,6 +1569,12 @@ int main(void)
     PF_RUN(test_conv);
     PF_RUN(test_residual);
     PF_RUN(test_conv_igemm_shapes);
+    setenv("PIXFLOW_NN_CONV", "cudnn-graph", 1);
+    PF_RUN(test_conv);
+    PF_RUN(test_residual);
+    PF_RUN(test_conv_igemm_shapes);
+    PF_RUN(test_graph_replay);
+    PF_RUN(test_models);
     unsetenv("PIXFLOW_NN_CONV");
     pf_stream_destroy(&g_stream);
     pf_allocator_destroy(&g_alloc);

@@ -191,6 +191,10 @@ void pf_cu_ig_set(pf_cu_ig *p, int cfg, int splits);
 size_t pf_cu_ig_ws(const pf_cu_ig *p);
 int pf_cu_launch_ig(const pf_cu_ig *p, const void *x, const void *w, const void *bias,
                     const void *z, void *y, void *ws, void *stream);
+/* The epilogue alone, in place: y = r_act(act(y + bias) + z) over the
+ * geometry, strides and activations of p (for a conv another path ran). */
+int pf_cu_launch_ig_epi(const pf_cu_ig *p, const void *bias, const void *z, void *y,
+                        void *stream);
 /* Times every config and split count (split-K workspace up to ws_cap) on
  * the given buffers, keeps the fastest in p and its time in *best_ms. */
 int pf_cu_ig_tune(pf_cu_ig *p, const void *x, const void *w, const void *bias, void *y,

@@ -86,32 +86,93 @@ static int64_t span4(const int64_t d[4], const int64_t s[4])
     return e;
 }
 
-/* PIXFLOW_NN_CONV=cudnn|pixflow forces the choice between cuDNN and
- * pixflow's implicit GEMM for convs both can run (tests use it to cover
- * both paths); anything else, or unset, takes the faster at plan time. */
+/* PIXFLOW_NN_CONV forces the FP16 conv path for convs more than one can
+ * run: "cudnn" (legacy API), "pixflow" (implicit GEMM), "cudnn-graph"
+ * (graph API + pixflow's epilogue); tests use it to cover each. Anything
+ * else, or unset, takes the fastest at plan time. */
+enum { PATH_AUTO = 0, PATH_LEGACY = 1, PATH_IGEMM = 2, PATH_GRAPH = 3 };
+
 static int conv_choice(void)
 {
     const char *e = getenv("PIXFLOW_NN_CONV");
-    if (e && !strcmp(e, "cudnn")) return 1;
-    if (e && !strcmp(e, "pixflow")) return 2;
-    return 0;
+    if (e && !strcmp(e, "cudnn")) return PATH_LEGACY;
+    if (e && !strcmp(e, "pixflow")) return PATH_IGEMM;
+    if (e && !strcmp(e, "cudnn-graph")) return PATH_GRAPH;
+    return PATH_AUTO;
 }
 
-/* FP16 group-1 convs on channels-last views with C % 8 == 0: time
- * pixflow's implicit GEMM (igemm.cu) on scratch buffers and take it when
- * it beats cuDNN's chosen algorithm (cv->algo, -1 for none) timed on the same
- * buffers.
- * *use = true when chosen; cv->igp then holds the tuned launch. */
-static pf_status try_igemm(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_conv *cv,
+/* Mean time of pixflow's epilogue alone on y (REPS launches), -1 on error. */
+static float time_epi(const pf_cu_ig *q, const void *b, void *y, cudaStream_t s)
+{
+    enum { REPS = 5 };
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    float ms = -1.0f;
+    bool ok = cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess &&
+              !pf_cu_launch_ig_epi(q, b, NULL, y, s);
+    if (ok) cudaEventRecord(e0, s);
+    for (int r = 0; ok && r < REPS; r++) ok = !pf_cu_launch_ig_epi(q, b, NULL, y, s);
+    if (ok && cudaEventRecord(e1, s) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
+        cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess)
+        ms /= REPS;
+    else
+        ms = -1.0f;
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    (void)cudaGetLastError();
+    return ms;
+}
+
+/* cuDNN's legacy pick (cv->algo) timed on the given buffers, -1 on error.
+ * cudnnFind's own figures run 2-4x above what the algorithm takes in a
+ * graph, so they cannot be compared with the other paths' times. */
+static float time_legacy(pf_cux_ctx *c, pf_cux_conv *cv, const void *x, void *y, void *ws,
+                         cudaStream_t s)
+{
+    enum { REPS = 5 };
+    float ms = -1.0f;
+    cudaStream_t old = NULL;
+    cudnnGetStream(c->cudnn, &old);
+    if (cudnnSetStream(c->cudnn, s) != CUDNN_STATUS_SUCCESS) return -1.0f;
+    const float one = 1.0f, zero = 0.0f;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    bool ok = cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess;
+    for (int r = -1; ok && r < REPS; r++) {
+        if (r == 0) cudaEventRecord(e0, s);
+        ok = cudnnConvolutionForward(c->cudnn, &one, cv->xd, x, cv->wd, cv->w, cv->cd,
+                                     (cudnnConvolutionFwdAlgo_t)cv->algo, ws, cv->ws_bytes, &zero,
+                                     cv->yd, y) == CUDNN_STATUS_SUCCESS;
+    }
+    if (ok && cudaEventRecord(e1, s) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
+        cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess)
+        ms /= REPS;
+    else
+        ms = -1.0f;
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudnnSetStream(c->cudnn, old);
+    (void)cudaGetLastError();
+    return ms;
+}
+
+/* FP16 group-1 convs on channels-last views with C % 8 == 0: times
+ * pixflow's implicit GEMM (igemm.cu), cuDNN's graph-API engines (plus
+ * pixflow's epilogue pass they need) and cuDNN's legacy pick (cv->algo, -1
+ * for none) on the same scratch buffers, and sets *path to the fastest
+ * (PATH_LEGACY when that is the legacy one or nothing else runs). cv->igp
+ * then holds the geometry (and the tuned launch for PATH_IGEMM), cv->grp
+ * the plan for PATH_GRAPH. */
+static pf_status tune_fp16(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_conv *cv,
                            const int64_t xd[4], const int64_t xs[4], const int64_t yd[4],
                            const int64_t ys[4], const int64_t k[2], const int64_t st[2],
-                           const int64_t dil[2], const int64_t pb[2], bool *use)
+                           const int64_t dil[2], const int64_t pb[2], const int64_t pe[2],
+                           int *path)
 {
     const pf_ir_node *n = &g->nodes[node];
-    *use = false;
+    *path = PATH_LEGACY;
     const int choice = conv_choice();
     const int64_t group = n->attr.conv.group ? n->attr.conv.group : 1;
-    if (!c->fp16 || cv->transpose || !cv->nhwc || group != 1 || choice == 1) return PF_OK;
+    if (!c->fp16 || cv->transpose || !cv->nhwc || group != 1 || choice == PATH_LEGACY)
+        return PF_OK;
     pf_cu_ig *q = &cv->igp;
     memset(q, 0, sizeof *q);
     q->n = (int)xd[0], q->c = (int)xd[1], q->h = (int)xd[2], q->w = (int)xd[3];
@@ -121,82 +182,100 @@ static pf_status try_igemm(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux
     for (int i = 0; i < 4; i++) q->in_st[i] = xs[i], q->out_st[i] = q->z_st[i] = ys[i];
     q->act = n->act, q->act_a = n->act_a, q->act_b = n->act_b;
     if (xd[1] > INT32_MAX || yd[1] > INT32_MAX || !pf_cu_ig_ok(q)) return PF_OK;
+    pf_cu_ig_set(q, 0, 1);
     int64_t xe = span4(xd, xs), ye = span4(yd, ys);
     if (cv->use_tmp && (int64_t)(cv->tmp_bytes / 2) > xe) xe = (int64_t)(cv->tmp_bytes / 2);
     size_t ws_cap = (size_t)64 << 20;
     if (cv->algo >= 0 && cv->ws_bytes > ws_cap) ws_cap = cv->ws_bytes;
-    void *bx = NULL, *by = NULL, *bw = NULL;
+    void *bx = NULL, *by = NULL, *bws = NULL;
     cudaStream_t s = NULL;
     cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     if (e == cudaSuccess) e = cudaMalloc(&bx, (size_t)xe * 2);
     if (e == cudaSuccess) e = cudaMalloc(&by, (size_t)ye * 2);
-    if (e == cudaSuccess && cudaMalloc(&bw, ws_cap) != cudaSuccess) {
+    if (e == cudaSuccess && cudaMalloc(&bws, ws_cap) != cudaSuccess) {
         (void)cudaGetLastError();
-        bw = NULL, ws_cap = 0; /* no split-K then */
+        bws = NULL, ws_cap = 0; /* no split-K, no engine with a workspace */
     }
     if (e == cudaSuccess) e = cudaMemsetAsync(bx, 0x3c, (size_t)xe * 2, s); /* ~1.05 */
-    float ms = -1.0f, cudnn_ms = -1.0f;
-    int ke = e == cudaSuccess ? pf_cu_ig_tune(q, bx, cv->w, cv->b, by, bw, ws_cap, s, &ms) : 0;
-    if (e == cudaSuccess && !ke) e = cudaStreamSynchronize(s);
-    /* cuDNN's pick timed the same way (cudnnFind's own figures run 2-4x
-     * above what the algorithm takes in a graph, so they cannot be
-     * compared with ours). */
-    if (e == cudaSuccess && !ke && cv->algo >= 0 && (bw || !cv->ws_bytes)) {
-        cudaStream_t old = NULL;
-        cudnnGetStream(c->cudnn, &old);
-        if (cudnnSetStream(c->cudnn, s) == CUDNN_STATUS_SUCCESS) {
-            const float one = 1.0f, zero = 0.0f;
-            cudaEvent_t e0 = NULL, e1 = NULL;
-            bool ok = cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess;
-            enum { REPS = 5 };
-            for (int r = -1; ok && r < REPS; r++) {
-                if (r == 0) cudaEventRecord(e0, s);
-                ok = cudnnConvolutionForward(c->cudnn, &one, cv->xd, bx, cv->wd, cv->w, cv->cd,
-                                             (cudnnConvolutionFwdAlgo_t)cv->algo, bw,
-                                             cv->ws_bytes, &zero, cv->yd, by) ==
-                     CUDNN_STATUS_SUCCESS;
-            }
-            if (ok) cudaEventRecord(e1, s);
-            if (ok && cudaEventSynchronize(e1) == cudaSuccess &&
-                cudaEventElapsedTime(&cudnn_ms, e0, e1) == cudaSuccess)
-                cudnn_ms /= REPS;
-            else
-                cudnn_ms = -1.0f;
-            if (e0) cudaEventDestroy(e0);
-            if (e1) cudaEventDestroy(e1);
-            cudnnSetStream(c->cudnn, old);
-        }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    char d[160];
+    const char *log = getenv("PIXFLOW_NN_CONV_LOG");
+    const bool logging = log && *log == '1', verbose = log && *log == '2';
+    pf_cux_desc(g, node, d, sizeof d);
+    float ig_ms = -1.0f, gr_ms = -1.0f, epi_ms = 0.0f, legacy_ms = -1.0f;
+    int ke = 0, ge = 0;
+    if (e == cudaSuccess && choice != PATH_GRAPH) {
+        pf_cu_ig t = *q;
+        ke = pf_cu_ig_tune(&t, bx, cv->w, cv->b, by, bws, ws_cap, s, &ig_ms);
+        if (!ke) e = cudaStreamSynchronize(s);
+        if (!ke) *q = t;
+        else ig_ms = -1.0f;
         (void)cudaGetLastError();
     }
+    if (e == cudaSuccess && choice != PATH_IGEMM) {
+        pf_cux_gshape sh;
+        memset(&sh, 0, sizeof sh);
+        for (int i = 0; i < 4; i++) {
+            sh.xd[i] = xd[i], sh.xs[i] = xs[i], sh.yd[i] = yd[i], sh.ys[i] = ys[i];
+        }
+        sh.wd[0] = yd[1], sh.wd[1] = xd[1], sh.wd[2] = k[0], sh.wd[3] = k[1];
+        sh.ws[0] = xd[1] * k[0] * k[1], sh.ws[1] = 1, sh.ws[2] = k[1] * xd[1], sh.ws[3] = xd[1];
+        for (int i = 0; i < 2; i++) {
+            sh.pre[i] = pb[i], sh.post[i] = pe[i], sh.stride[i] = st[i], sh.dil[i] = dil[i];
+        }
+        sh.fp16 = true;
+        ge = pf_cux_gconv_tune(c->cudnn, &sh, bx, cv->w, by, bws, ws_cap, s, &cv->grp, &gr_ms,
+                               verbose ? d : NULL);
+        if (!ge && (cv->b || n->act != PF_IR_ACT_NONE)) {
+            epi_ms = time_epi(q, cv->b, by, s);
+            if (epi_ms < 0) {
+                pf_cux_gconv_release(&cv->grp);
+                ge = -1;
+            }
+        }
+        if (ge) gr_ms = -1.0f;
+    }
+    if (e == cudaSuccess && choice == PATH_AUTO && cv->algo >= 0 && (bws || !cv->ws_bytes))
+        legacy_ms = time_legacy(c, cv, bx, by, bws, s);
     if (bx) cudaFree(bx);
     if (by) cudaFree(by);
-    if (bw) cudaFree(bw);
+    if (bws) cudaFree(bws);
     if (s) cudaStreamDestroy(s);
-    const char *log = getenv("PIXFLOW_NN_CONV_LOG");
-    if (e != cudaSuccess || ke) {
-        /* No scratch memory or no config that launches: cuDNN's path (when
-         * there is one) runs as before this kernel existed. */
-        char d[160];
-        (void)cudaGetLastError();
-        const int err = ke ? ke : (int)e;
-        if (cv->algo >= 0 && choice != 2) {
-            if (log && *log == '1')
-                fprintf(stderr, "conv choice: %s: implicit GEMM not timed (%s) -> cuDNN\n",
-                        pf_cux_desc(g, node, d, sizeof d), pf_cu_error_string(err));
+    (void)cudaGetLastError();
+    if (e != cudaSuccess) {
+        pf_cux_gconv_release(&cv->grp);
+        if (cv->algo >= 0 && choice == PATH_AUTO) {
+            /* No scratch memory: cuDNN's legacy path runs as before. */
+            if (logging)
+                fprintf(stderr, "conv choice: %s: paths not timed (%s) -> cuDNN legacy\n", d,
+                        cudaGetErrorString(e));
             return PF_OK;
         }
-        return pf_set_error(err == (int)cudaErrorMemoryAllocation ? PF_ERR_NOMEM : PF_ERR_DEVICE,
-                            "%s: timing the implicit-GEMM conv failed: %s",
-                            pf_cux_desc(g, node, d, sizeof d), pf_cu_error_string(err));
+        return pf_set_error(e == cudaErrorMemoryAllocation ? PF_ERR_NOMEM : PF_ERR_DEVICE,
+                            "%s: timing the FP16 conv paths failed: %s", d, cudaGetErrorString(e));
     }
-    /* cuDNN untimed (no workspace for it) but available: keep it. */
-    *use = choice == 2 || cv->algo < 0 || (cudnn_ms >= 0 && ms < cudnn_ms);
-    if (log && *log == '1') {
-        char d[160];
-        fprintf(stderr, "conv choice: %s: M %d N %d K %d: cuDNN %.4f ms, igemm cfg %d x%d %.4f ms"
-                " -> %s\n", pf_cux_desc(g, node, d, sizeof d), q->m, q->k, q->kk, cudnn_ms,
-                q->cfg, q->splits, ms, *use ? "igemm" : "cuDNN");
-    }
+    if (choice == PATH_IGEMM && ig_ms < 0)
+        return pf_set_error(PF_ERR_DEVICE, "%s: timing the implicit-GEMM conv failed: %s", d,
+                            pf_cu_error_string(ke));
+    if (choice == PATH_GRAPH && gr_ms < 0 && ge != (int)CUDNN_STATUS_NOT_SUPPORTED)
+        return pf_set_error(PF_ERR_DEVICE, "%s: timing cuDNN's graph-API engines failed: %s", d,
+                            ge > 0 ? cudnnGetErrorString((cudnnStatus_t)ge) : "epilogue launch");
+    /* Forced to the graph API where it has no engine: the legacy path. */
+    const float gr_total = gr_ms >= 0 ? gr_ms + epi_ms : -1.0f;
+    /* Fastest timed path; an untimed legacy pick (no workspace for it) is
+     * kept only when nothing else runs. */
+    float best = legacy_ms;
+    *path = PATH_LEGACY;
+    if (ig_ms >= 0 && (best < 0 || ig_ms < best)) best = ig_ms, *path = PATH_IGEMM;
+    if (gr_total >= 0 && (best < 0 || gr_total < best)) best = gr_total, *path = PATH_GRAPH;
+    if (*path != PATH_GRAPH) pf_cux_gconv_release(&cv->grp);
+    if (logging || verbose)
+        fprintf(stderr,
+                "conv choice: %s: M %d N %d K %d: cuDNN legacy %.4f ms, cuDNN graph %.4f + "
+                "epilogue %.4f ms (engine %lld), igemm cfg %d x%d %.4f ms -> %s\n",
+                d, q->m, q->k, q->kk, legacy_ms, gr_ms, epi_ms,
+                (long long)(*path == PATH_GRAPH ? cv->grp.engine : -1), q->cfg, q->splits, ig_ms,
+                *path == PATH_IGEMM ? "igemm" : *path == PATH_GRAPH ? "cuDNN graph" : "cuDNN");
     return PF_OK;
 }
 
@@ -381,15 +460,17 @@ pf_status pf_cux_conv_prepare(pf_cux_ctx *c, const pf_ir_graph *g, int node,
         if (pick >= 0)
             DNN(cudnnGetConvolutionForwardWorkspaceSize(c->cudnn, cv->xd, cv->wd, cv->cd, cv->yd,
                                                         perf[pick].algo, &cv->ws_bytes));
-        /* pixflow's implicit GEMM where it is faster, both timed alike. */
-        bool mine = false;
-        ps = try_igemm(c, g, node, cv, xd, xs, yd, ys, k, st, dil, pb, &mine);
+        /* pixflow's implicit GEMM or cuDNN's graph API where faster, all
+         * timed alike. */
+        int path = PATH_LEGACY;
+        ps = tune_fp16(c, g, node, cv, xd, xs, yd, ys, k, st, dil, pb, pe, &path);
         if (ps != PF_OK) return ps;
-        if (mine) {
-            cv->ig = true;
-            cv->use_tmp = false; /* the kernel pads asymmetrically by itself */
+        if (path != PATH_LEGACY) {
+            cv->ig = path == PATH_IGEMM;
+            cv->gr = path == PATH_GRAPH;
+            cv->use_tmp = false; /* both pad asymmetrically by themselves */
             cv->tmp_bytes = 0;
-            cv->ws_bytes = pf_cu_ig_ws(&cv->igp);
+            cv->ws_bytes = cv->ig ? pf_cu_ig_ws(&cv->igp) : cv->grp.ws_bytes;
             cv->ws_bytes = (cv->ws_bytes + 255) & ~(size_t)255;
             return PF_OK;
         }
@@ -480,6 +561,13 @@ pf_status pf_cux_conv_run(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_
                                 y->data, ws, s);
         return launched(g, node, "implicit-GEMM conv", e);
     }
+    if (cv->gr) {
+        int e = pf_cux_gconv_run(c->cudnn, &cv->grp, x->data, cv->w, y->data, ws);
+        if (e) return dnn_fail(g, node, "cudnnBackendExecute", (cudnnStatus_t)e);
+        if (!cv->b && n->act == PF_IR_ACT_NONE && !cv->resid) return PF_OK;
+        e = pf_cu_launch_ig_epi(&cv->igp, cv->b, cv->resid ? cv->z.data : NULL, y->data, s);
+        return launched(g, node, "conv epilogue", e);
+    }
     if (cv->fc) {
         int e = pf_cu_launch_fc(&cv->fcp, x->data, cv->w, cv->b, y->data,
                                 c->fp16 ? PF_IR_F16 : PF_IR_F32, s);
@@ -540,7 +628,7 @@ pf_status pf_cux_conv_run(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_
 bool pf_cux_conv_can_residual(const pf_cux_conv *cv, const pf_ir_graph *g, int node,
                               pf_ir_act add_act)
 {
-    if (cv->ig) return g->nodes[node].act == PF_IR_ACT_NONE; /* any Add activation */
+    if (cv->ig || cv->gr) return g->nodes[node].act == PF_IR_ACT_NONE; /* any Add activation */
     if (cv->dw || cv->fc || cv->transpose || !cv->b || g->nodes[node].act != PF_IR_ACT_NONE)
         return false;
     /* cuDNN runs the identity activation with IMPLICIT_PRECOMP_GEMM only. */
@@ -558,7 +646,7 @@ pf_status pf_cux_conv_set_residual(pf_cux_ctx *c, const pf_ir_graph *g, int node
     cv->r_act = add_act;
     cv->r_act_a = act_a;
     cv->r_act_b = act_b;
-    if (cv->ig) {
+    if (cv->ig || cv->gr) {
         int64_t zd[4], zs[4];
         as4d(z, zd, zs);
         for (int i = 0; i < 4; i++) cv->igp.z_st[i] = zs[i];
@@ -588,6 +676,7 @@ const char *pf_cux_conv_path(const pf_cux_conv *cv)
                                       "Conv/cudnn-fft",      "Conv/cudnn-fft-tiling",
                                       "Conv/cudnn-winograd", "Conv/cudnn-winograd-nf"};
     if (cv->ig) return "Conv/igemm";
+    if (cv->gr) return "Conv/cudnn-graph";
     if (cv->dw) return "Conv/dw";
     if (cv->fc) return "Conv/fc";
     if (cv->transpose) return "ConvTranspose/cudnn";
@@ -597,6 +686,7 @@ const char *pf_cux_conv_path(const pf_cux_conv *cv)
 
 void pf_cux_conv_release(pf_cux_conv *cv)
 {
+    pf_cux_gconv_release(&cv->grp);
     if (cv->xd) cudnnDestroyTensorDescriptor(cv->xd);
     if (cv->yd) cudnnDestroyTensorDescriptor(cv->yd);
     if (cv->bd) cudnnDestroyTensorDescriptor(cv->bd);

@@ -44,6 +44,35 @@ pf_status pf_cux_weight_get(pf_cux_ctx *c, const pf_ir_graph *g, int v, int form
 /* The device dtype of an IR dtype in this ctx. */
 pf_ir_dtype pf_cux_dtype(const pf_cux_ctx *c, pf_ir_dtype t);
 
+/* cudnn_graph.c: a forward conv through cuDNN's graph API, the fastest of
+ * the engines its heuristics offer (timed). Shapes in cuDNN's [N, C, H, W]
+ * order with explicit strides; filter dims [K, C, R, S]. */
+typedef struct pf_cux_gshape {
+    int64_t xd[4], xs[4], wd[4], ws[4], yd[4], ys[4];
+    int64_t pre[2], post[2], stride[2], dil[2];
+    bool fp16;
+} pf_cux_gshape;
+
+typedef struct pf_cux_gconv {
+    cudnnBackendDescriptor_t graph, plan;
+    cudnnBackendDescriptor_t pack;      /* variant pack for the pointers below */
+    const void *px, *pw, *py, *pws;
+    size_t ws_bytes;
+    int64_t engine;                     /* cuDNN's global engine index (logs) */
+} pf_cux_gconv;
+
+/* Builds and times every usable engine on the given scratch buffers
+ * (workspace up to ws_cap) on stream s; keeps the fastest in *gc and its
+ * time in *best_ms. 0 on success, else a cudnnStatus_t (none usable:
+ * CUDNN_STATUS_NOT_SUPPORTED). log_name != NULL logs each engine. */
+int pf_cux_gconv_tune(cudnnHandle_t h, const pf_cux_gshape *sh, const void *x, const void *w,
+                      void *y, void *ws, size_t ws_cap, cudaStream_t s, pf_cux_gconv *gc,
+                      float *best_ms, const char *log_name);
+/* Runs the plan on the handle's stream; 0 or a cudnnStatus_t. */
+int pf_cux_gconv_run(cudnnHandle_t h, pf_cux_gconv *gc, const void *x, const void *w, void *y,
+                     void *ws);
+void pf_cux_gconv_release(pf_cux_gconv *gc);
+
 typedef struct pf_cux_conv {
     bool transpose;
     bool nhwc;
@@ -54,6 +83,9 @@ typedef struct pf_cux_conv {
     bool ig;                    /* FP16 implicit GEMM: pixflow's kernel (igp), timed
                                    against cuDNN's best at plan time */
     pf_cu_ig igp;
+    bool gr;                    /* FP16: cuDNN graph-API plan (grp), then pixflow's
+                                   epilogue with igp's geometry; timed likewise */
+    pf_cux_gconv grp;
     /* Residual: y = r_act(conv + bias + z), the Add that read this conv
      * absorbed (pf_cux_conv_set_residual); z has y's dims and strides. */
     bool resid;

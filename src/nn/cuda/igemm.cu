@@ -397,6 +397,31 @@ __global__ void ig_reduce_k(pf_cu_ig p, const float *__restrict__ part,
     }
 }
 
+/* The epilogue alone, in place on a finished conv result y (another conv
+ * path wrote it): y = r_act(act(y + bias) + z); 8 channels a thread when
+ * p.vec, else one. Each thread reads its elements before writing them. */
+__global__ void ig_epi(pf_cu_ig p, const __half *__restrict__ bias, const __half *z, __half *y)
+{
+    const int M = p.m, N = p.k, total = M * N;
+    const int step = p.vec ? 8 : 1;
+    for (int i = (blockIdx.x * blockDim.x + threadIdx.x) * step; i < total;
+         i += gridDim.x * blockDim.x * step) {
+        const int m = i / N, n = i - m * N;
+        const int zo = z ? pix_off(p, m, p.z_st) : 0, yo = pix_off(p, m, p.out_st);
+        if (p.vec) {
+            float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            add8(v, y + yo + n);
+            finish8(p, v, n, bias, z ? z + zo : NULL, y + yo);
+        } else {
+            float v = __half2float(y[yo + n]);
+            if (bias) v += __half2float(bias[n]);
+            v = act_slow(p.act, v, p.act_a, p.act_b);
+            if (z) v = act_slow(p.r_act, v + __half2float(z[zo + n]), p.r_act_a, p.r_act_b);
+            y[yo + n] = __float2half_rn(v);
+        }
+    }
+}
+
 typedef void (*ig_fn)(pf_cu_ig, const __half *, const __half *, const __half *, const __half *,
                       __half *, float *);
 
@@ -429,6 +454,15 @@ bool a4(const void *q) { return ((uintptr_t)q & 3) == 0; }
 long long span(const long long st[4], long long n, long long h, long long w, long long c)
 {
     return st[0] * (n - 1) + st[1] * (c - 1) + st[2] * (h - 1) + st[3] * (w - 1) + 1;
+}
+
+/* Whether 8-channel vector epilogues fit y, bias and z (dims, strides,
+ * 16-byte alignment). */
+int vec_ok(const pf_cu_ig &p, const void *bias, const void *z, const void *y)
+{
+    return p.k % 8 == 0 && p.out_st[0] % 8 == 0 && p.out_st[2] % 8 == 0 &&
+           p.out_st[3] % 8 == 0 && a16(y) && (!bias || a16(bias)) &&
+           (!z || (a16(z) && p.z_st[0] % 8 == 0 && p.z_st[2] % 8 == 0 && p.z_st[3] % 8 == 0));
 }
 
 } // namespace
@@ -469,6 +503,18 @@ extern "C" size_t pf_cu_ig_ws(const pf_cu_ig *p)
     return p->splits > 1 ? (size_t)p->splits * (size_t)p->m * (size_t)p->k * sizeof(float) : 0;
 }
 
+extern "C" int pf_cu_launch_ig_epi(const pf_cu_ig *pp, const void *bias, const void *z, void *y,
+                                   void *stream)
+{
+    pf_cu_ig p = *pp;
+    p.m = (int)((long long)p.n * p.oh * p.ow);
+    p.vec = vec_ok(p, bias, z, y);
+    const long long total = (long long)p.m * p.k / (p.vec ? 8 : 1);
+    ig_epi<<<grid_for(total, 256), 256, 0, (cudaStream_t)stream>>>(
+        p, (const __half *)bias, (const __half *)z, (__half *)y);
+    return (int)cudaGetLastError();
+}
+
 extern "C" int pf_cu_launch_ig(const pf_cu_ig *pp, const void *x, const void *w, const void *bias,
                                const void *z, void *y, void *ws, void *stream)
 {
@@ -478,9 +524,7 @@ extern "C" int pf_cu_launch_ig(const pf_cu_ig *pp, const void *x, const void *w,
         return (int)cudaErrorInvalidValue;
     p.pairs = p.k % 2 == 0 && p.out_st[0] % 2 == 0 && p.out_st[2] % 2 == 0 &&
               p.out_st[3] % 2 == 0 && a4(y);
-    p.vec = p.k % 8 == 0 && p.out_st[0] % 8 == 0 && p.out_st[2] % 8 == 0 &&
-            p.out_st[3] % 8 == 0 && a16(y) && (!bias || a16(bias)) &&
-            (!z || (a16(z) && p.z_st[0] % 8 == 0 && p.z_st[2] % 8 == 0 && p.z_st[3] % 8 == 0));
+    p.vec = vec_ok(p, bias, z, y);
     const cfg &f = config(p.cfg);
     cudaStream_t s = (cudaStream_t)stream;
     if (f.smem > 48 * 1024) {
