@@ -262,6 +262,10 @@ out:
 int pf_cux_gconv_run(cudnnHandle_t h, pf_cux_gconv *gc, const void *x, const void *w, void *y,
                      void *ws)
 {
+    /* The tensors were described as 16-byte aligned (the executor's arena
+     * is; a caller's tensor might not be). */
+    if (((uintptr_t)x | (uintptr_t)w | (uintptr_t)y | (uintptr_t)ws) & 15)
+        return (int)CUDNN_STATUS_BAD_PARAM;
     if (!gc->pack || gc->px != x || gc->pw != w || gc->py != y || gc->pws != ws) {
         if (gc->pack) cudnnBackendDestroyDescriptor(gc->pack);
         gc->pack = NULL;

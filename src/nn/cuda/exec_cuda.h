@@ -68,7 +68,8 @@ typedef struct pf_cux_gconv {
 int pf_cux_gconv_tune(cudnnHandle_t h, const pf_cux_gshape *sh, const void *x, const void *w,
                       void *y, void *ws, size_t ws_cap, cudaStream_t s, pf_cux_gconv *gc,
                       float *best_ms, const char *log_name);
-/* Runs the plan on the handle's stream; 0 or a cudnnStatus_t. */
+/* Runs the plan on the handle's stream; 0 or a cudnnStatus_t
+ * (CUDNN_STATUS_BAD_PARAM for a pointer that is not 16-byte aligned). */
 int pf_cux_gconv_run(cudnnHandle_t h, pf_cux_gconv *gc, const void *x, const void *w, void *y,
                      void *ws);
 void pf_cux_gconv_release(pf_cux_gconv *gc);
