@@ -186,6 +186,8 @@ typedef struct pf_cu_ig {
     int m, kk, cfg, splits, k_per, pairs, vec;
 } pf_cu_ig;
 int pf_cu_ig_ok(const pf_cu_ig *p);
+/* Whether pf_cu_launch_ig_epi takes p's output geometry (32-bit offsets). */
+int pf_cu_ig_epi_ok(const pf_cu_ig *p);
 void pf_cu_ig_set(pf_cu_ig *p, int cfg, int splits);
 /* Split-K partials: the workspace bytes a launch needs (0 without split). */
 size_t pf_cu_ig_ws(const pf_cu_ig *p);

@@ -154,7 +154,7 @@ static float time_legacy(pf_cux_ctx *c, pf_cux_conv *cv, const void *x, void *y,
     return ms;
 }
 
-/* FP16 group-1 convs on channels-last views with C % 8 == 0: times
+/* FP16 group-1 convs on channels-last views: times
  * pixflow's implicit GEMM (igemm.cu), cuDNN's graph-API engines (plus
  * pixflow's epilogue pass they need) and cuDNN's legacy pick (cv->algo, -1
  * for none) on the same scratch buffers, and sets *path to the fastest
@@ -181,7 +181,12 @@ static pf_status tune_fp16(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux
     q->dh = (int)dil[0], q->dw = (int)dil[1], q->ph = (int)pb[0], q->pw = (int)pb[1];
     for (int i = 0; i < 4; i++) q->in_st[i] = xs[i], q->out_st[i] = q->z_st[i] = ys[i];
     q->act = n->act, q->act_a = n->act_a, q->act_b = n->act_b;
-    if (xd[1] > INT32_MAX || yd[1] > INT32_MAX || !pf_cu_ig_ok(q)) return PF_OK;
+    if (xd[1] > INT32_MAX || yd[1] > INT32_MAX) return PF_OK;
+    /* The implicit GEMM needs C % 8 == 0 (16-byte loads); the graph path
+     * only an output its epilogue kernel can address (e.g. a first conv
+     * on 3 channels). */
+    const bool ig_ok = pf_cu_ig_ok(q);
+    if (!ig_ok && (choice == PATH_IGEMM || !pf_cu_ig_epi_ok(q))) return PF_OK;
     pf_cu_ig_set(q, 0, 1);
     int64_t xe = span4(xd, xs), ye = span4(yd, ys);
     if (cv->use_tmp && (int64_t)(cv->tmp_bytes / 2) > xe) xe = (int64_t)(cv->tmp_bytes / 2);
@@ -204,7 +209,7 @@ static pf_status tune_fp16(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux
     pf_cux_desc(g, node, d, sizeof d);
     float ig_ms = -1.0f, gr_ms = -1.0f, epi_ms = 0.0f, legacy_ms = -1.0f;
     int ke = 0, ge = 0;
-    if (e == cudaSuccess && choice != PATH_GRAPH) {
+    if (e == cudaSuccess && choice != PATH_GRAPH && ig_ok) {
         pf_cu_ig t = *q;
         ke = pf_cu_ig_tune(&t, bx, cv->w, cv->b, by, bws, ws_cap, s, &ig_ms);
         if (!ke) e = cudaStreamSynchronize(s);

@@ -485,6 +485,18 @@ extern "C" int pf_cu_ig_ok(const pf_cu_ig *p)
            span(p->z_st, p->n, p->oh, p->ow, p->k) < lim;
 }
 
+extern "C" int pf_cu_ig_epi_ok(const pf_cu_ig *p)
+{
+    if (p->n < 1 || p->k < 1 || p->oh < 1 || p->ow < 1 || p->out_st[1] != 1 || p->z_st[1] != 1)
+        return 0;
+    for (int d = 0; d < 4; d++)
+        if (p->out_st[d] < 0 || p->z_st[d] < 0) return 0;
+    const long long lim = 1ll << 30;
+    return (long long)p->n * p->oh * p->ow * p->k < lim &&
+           span(p->out_st, p->n, p->oh, p->ow, p->k) < lim &&
+           span(p->z_st, p->n, p->oh, p->ow, p->k) < lim;
+}
+
 extern "C" void pf_cu_ig_set(pf_cu_ig *p, int cfg_i, int splits)
 {
     p->m = (int)((long long)p->n * p->oh * p->ow);
