@@ -101,16 +101,14 @@ static int conv_choice(void)
     return PATH_AUTO;
 }
 
-/* Mean time of pixflow's epilogue alone on y (REPS launches), -1 on error. */
-static float time_epi(const pf_cu_ig *q, const void *b, void *y, cudaStream_t s)
+float pf_cux_time_ms(int (*launch)(void *), void *arg, cudaStream_t s)
 {
     enum { REPS = 5 };
     cudaEvent_t e0 = NULL, e1 = NULL;
     float ms = -1.0f;
     bool ok = cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess &&
-              !pf_cu_launch_ig_epi(q, b, NULL, y, s);
-    if (ok) cudaEventRecord(e0, s);
-    for (int r = 0; ok && r < REPS; r++) ok = !pf_cu_launch_ig_epi(q, b, NULL, y, s);
+              !launch(arg) && cudaEventRecord(e0, s) == cudaSuccess;
+    for (int r = 0; ok && r < REPS; r++) ok = !launch(arg);
     if (ok && cudaEventRecord(e1, s) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
         cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess)
         ms /= REPS;
@@ -122,35 +120,48 @@ static float time_epi(const pf_cu_ig *q, const void *b, void *y, cudaStream_t s)
     return ms;
 }
 
-/* cuDNN's legacy pick (cv->algo) timed on the given buffers, -1 on error.
+/* pixflow's epilogue alone on y, bias + act (what the graph path adds). */
+typedef struct epi_arg {
+    const pf_cu_ig *q;
+    const void *b;
+    void *y;
+    cudaStream_t s;
+} epi_arg;
+
+static int launch_epi(void *p)
+{
+    const epi_arg *a = p;
+    return pf_cu_launch_ig_epi(a->q, a->b, NULL, a->y, a->s);
+}
+
+/* cuDNN's legacy pick (cv->algo) on the given buffers. Timed here because
  * cudnnFind's own figures run 2-4x above what the algorithm takes in a
  * graph, so they cannot be compared with the other paths' times. */
+typedef struct legacy_arg {
+    pf_cux_ctx *c;
+    pf_cux_conv *cv;
+    const void *x;
+    void *y, *ws;
+} legacy_arg;
+
+static int launch_legacy(void *p)
+{
+    const legacy_arg *a = p;
+    const float one = 1.0f, zero = 0.0f;
+    return (int)cudnnConvolutionForward(a->c->cudnn, &one, a->cv->xd, a->x, a->cv->wd, a->cv->w,
+                                        a->cv->cd, (cudnnConvolutionFwdAlgo_t)a->cv->algo, a->ws,
+                                        a->cv->ws_bytes, &zero, a->cv->yd, a->y);
+}
+
 static float time_legacy(pf_cux_ctx *c, pf_cux_conv *cv, const void *x, void *y, void *ws,
                          cudaStream_t s)
 {
-    enum { REPS = 5 };
-    float ms = -1.0f;
     cudaStream_t old = NULL;
     cudnnGetStream(c->cudnn, &old);
     if (cudnnSetStream(c->cudnn, s) != CUDNN_STATUS_SUCCESS) return -1.0f;
-    const float one = 1.0f, zero = 0.0f;
-    cudaEvent_t e0 = NULL, e1 = NULL;
-    bool ok = cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess;
-    for (int r = -1; ok && r < REPS; r++) {
-        if (r == 0) cudaEventRecord(e0, s);
-        ok = cudnnConvolutionForward(c->cudnn, &one, cv->xd, x, cv->wd, cv->w, cv->cd,
-                                     (cudnnConvolutionFwdAlgo_t)cv->algo, ws, cv->ws_bytes, &zero,
-                                     cv->yd, y) == CUDNN_STATUS_SUCCESS;
-    }
-    if (ok && cudaEventRecord(e1, s) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
-        cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess)
-        ms /= REPS;
-    else
-        ms = -1.0f;
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
+    legacy_arg a = {c, cv, x, y, ws};
+    const float ms = pf_cux_time_ms(launch_legacy, &a, s);
     cudnnSetStream(c->cudnn, old);
-    (void)cudaGetLastError();
     return ms;
 }
 
@@ -232,7 +243,8 @@ static pf_status tune_fp16(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux
         ge = pf_cux_gconv_tune(c->cudnn, &sh, bx, cv->w, by, bws, ws_cap, s, &cv->grp, &gr_ms,
                                verbose ? d : NULL);
         if (!ge && (cv->b || n->act != PF_IR_ACT_NONE)) {
-            epi_ms = time_epi(q, cv->b, by, s);
+            epi_arg a = {q, cv->b, by, s};
+            epi_ms = pf_cux_time_ms(launch_epi, &a, s);
             if (epi_ms < 0) {
                 pf_cux_gconv_release(&cv->grp);
                 ge = -1;

@@ -19,7 +19,7 @@
 
 #include "exec_cuda.h"
 
-enum { UID_X = 1, UID_W = 2, UID_Y = 3, MAX_CFGS = 24, REPS = 5 };
+enum { UID_X = 1, UID_W = 2, UID_Y = 3, MAX_CFGS = 24 };
 
 #define BE(call) \
     do { \
@@ -103,27 +103,15 @@ static cudnnStatus_t make_pack(cudnnBackendDescriptor_t *pack, const void *x, co
     return st;
 }
 
-/* Mean time of REPS executions after one warm-up, -1 when a run fails. */
-static float time_plan(cudnnHandle_t h, cudnnBackendDescriptor_t plan,
-                       cudnnBackendDescriptor_t pack, cudaStream_t s)
+typedef struct plan_arg {
+    cudnnHandle_t h;
+    cudnnBackendDescriptor_t plan, pack;
+} plan_arg;
+
+static int launch_plan(void *p)
 {
-    cudaEvent_t e0 = NULL, e1 = NULL;
-    float ms = -1.0f;
-    if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess) goto out;
-    if (cudnnBackendExecute(h, plan, pack) != CUDNN_STATUS_SUCCESS) goto out;
-    cudaEventRecord(e0, s);
-    for (int r = 0; r < REPS; r++)
-        if (cudnnBackendExecute(h, plan, pack) != CUDNN_STATUS_SUCCESS) goto out;
-    cudaEventRecord(e1, s);
-    if (cudaEventSynchronize(e1) == cudaSuccess && cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess)
-        ms /= REPS;
-    else
-        ms = -1.0f;
-out:
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    (void)cudaGetLastError();
-    return ms;
+    const plan_arg *a = p;
+    return (int)cudnnBackendExecute(a->h, a->plan, a->pack);
 }
 
 int pf_cux_gconv_tune(cudnnHandle_t h, const pf_cux_gshape *sh, const void *x, const void *w,
@@ -221,7 +209,10 @@ int pf_cux_gconv_tune(cudnnHandle_t h, const pf_cux_gshape *sh, const void *x, c
                                      CUDNN_TYPE_INT64, 1, &n, &wsb) == CUDNN_STATUS_SUCCESS &&
             wsb >= 0 && (size_t)wsb <= ws_cap && make_pack(&pack, x, w, y, ws) ==
                                                       CUDNN_STATUS_SUCCESS)
-            ms = time_plan(h, plan, pack, s);
+        {
+            plan_arg a = {h, plan, pack};
+            ms = pf_cux_time_ms(launch_plan, &a, s);
+        }
         if (log_name)
             fprintf(stderr, "conv choice: %s: cuDNN engine %lld (heuristic rank %lld): %s\n",
                     log_name, (long long)index, (long long)i,

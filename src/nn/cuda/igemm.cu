@@ -366,10 +366,13 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
     });
 }
 
-/* Split-K: sum the partials of each (m, n) and apply the epilogue; 8
- * channels a thread when p.vec, else one. 32-bit indices (M*N < 2^30). */
-__global__ void ig_reduce_k(pf_cu_ig p, const float *__restrict__ part,
-                            const __half *__restrict__ bias, const __half *z, __half *y)
+/* The epilogue over the whole output, 8 channels a thread when p.vec, else
+ * one; 32-bit indices (M*N < 2^30). Its input is the sum of the split-K
+ * partials (part != NULL), or else y itself: a finished conv result another
+ * path wrote, transformed in place (each thread reads its elements before
+ * writing them). */
+__global__ void ig_finish(pf_cu_ig p, const float *__restrict__ part,
+                          const __half *__restrict__ bias, const __half *z, __half *y)
 {
     const int M = p.m, N = p.k, total = M * N;
     const int step = p.vec ? 8 : 1;
@@ -379,7 +382,8 @@ __global__ void ig_reduce_k(pf_cu_ig p, const float *__restrict__ part,
         const int zo = z ? pix_off(p, m, p.z_st) : 0, yo = pix_off(p, m, p.out_st);
         if (p.vec) {
             float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            for (int k = 0; k < p.splits; k++) {
+            if (!part) add8(v, y + yo + n);
+            for (int k = 0; part && k < p.splits; k++) {
                 const float4 a = *(const float4 *)(part + (size_t)k * total + i);
                 const float4 b = *(const float4 *)(part + (size_t)k * total + i + 4);
                 v[0] += a.x, v[1] += a.y, v[2] += a.z, v[3] += a.w;
@@ -387,33 +391,8 @@ __global__ void ig_reduce_k(pf_cu_ig p, const float *__restrict__ part,
             }
             finish8(p, v, n, bias, z ? z + zo : NULL, y + yo);
         } else {
-            float v = 0.0f;
-            for (int k = 0; k < p.splits; k++) v += part[(size_t)k * total + i];
-            if (bias) v += __half2float(bias[n]);
-            v = act_slow(p.act, v, p.act_a, p.act_b);
-            if (z) v = act_slow(p.r_act, v + __half2float(z[zo + n]), p.r_act_a, p.r_act_b);
-            y[yo + n] = __float2half_rn(v);
-        }
-    }
-}
-
-/* The epilogue alone, in place on a finished conv result y (another conv
- * path wrote it): y = r_act(act(y + bias) + z); 8 channels a thread when
- * p.vec, else one. Each thread reads its elements before writing them. */
-__global__ void ig_epi(pf_cu_ig p, const __half *__restrict__ bias, const __half *z, __half *y)
-{
-    const int M = p.m, N = p.k, total = M * N;
-    const int step = p.vec ? 8 : 1;
-    for (int i = (blockIdx.x * blockDim.x + threadIdx.x) * step; i < total;
-         i += gridDim.x * blockDim.x * step) {
-        const int m = i / N, n = i - m * N;
-        const int zo = z ? pix_off(p, m, p.z_st) : 0, yo = pix_off(p, m, p.out_st);
-        if (p.vec) {
-            float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            add8(v, y + yo + n);
-            finish8(p, v, n, bias, z ? z + zo : NULL, y + yo);
-        } else {
-            float v = __half2float(y[yo + n]);
+            float v = part ? 0.0f : __half2float(y[yo + n]);
+            for (int k = 0; part && k < p.splits; k++) v += part[(size_t)k * total + i];
             if (bias) v += __half2float(bias[n]);
             v = act_slow(p.act, v, p.act_a, p.act_b);
             if (z) v = act_slow(p.r_act, v + __half2float(z[zo + n]), p.r_act_a, p.r_act_b);
@@ -522,8 +501,8 @@ extern "C" int pf_cu_launch_ig_epi(const pf_cu_ig *pp, const void *bias, const v
     p.m = (int)((long long)p.n * p.oh * p.ow);
     p.vec = vec_ok(p, bias, z, y);
     const long long total = (long long)p.m * p.k / (p.vec ? 8 : 1);
-    ig_epi<<<grid_for(total, 256), 256, 0, (cudaStream_t)stream>>>(
-        p, (const __half *)bias, (const __half *)z, (__half *)y);
+    ig_finish<<<grid_for(total, 256), 256, 0, (cudaStream_t)stream>>>(
+        p, NULL, (const __half *)bias, (const __half *)z, (__half *)y);
     return (int)cudaGetLastError();
 }
 
@@ -555,7 +534,7 @@ extern "C" int pf_cu_launch_ig(const pf_cu_ig *pp, const void *x, const void *w,
                                          (__half *)y, part);
     if (part) {
         const long long total = (long long)p.m * p.k / (p.vec ? 8 : 1);
-        ig_reduce_k<<<grid_for(total, 256), 256, 0, s>>>(p, part, (const __half *)bias,
+        ig_finish<<<grid_for(total, 256), 256, 0, s>>>(p, part, (const __half *)bias,
                                                         (const __half *)z, (__half *)y);
     }
     return (int)cudaGetLastError();
