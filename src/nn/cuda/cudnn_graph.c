@@ -125,7 +125,7 @@ int pf_cux_gconv_tune(cudnnHandle_t h, const pf_cux_gshape *sh, const void *x, c
     const cudnnDataType_t acc = CUDNN_DATA_FLOAT;
     cudnnBackendDescriptor_t tx = NULL, tw = NULL, ty = NULL, conv = NULL, op = NULL,
                              heur = NULL, cfgs[MAX_CFGS] = {0};
-    int64_t ncfg = 0;
+    int64_t ncfg = 0, best_cfg = -1;
     cudaStream_t old = NULL;
     cudnnGetStream(h, &old);
     BE(cudnnSetStream(h, s));
@@ -224,6 +224,7 @@ int pf_cux_gconv_tune(cudnnHandle_t h, const pf_cux_gshape *sh, const void *x, c
             gc->plan = plan;
             gc->ws_bytes = (size_t)wsb;
             gc->engine = index;
+            best_cfg = i;
             *best_ms = ms;
         } else if (plan) {
             cudnnBackendDestroyDescriptor(plan);
@@ -231,17 +232,21 @@ int pf_cux_gconv_tune(cudnnHandle_t h, const pf_cux_gshape *sh, const void *x, c
     }
 out:
     cudnnSetStream(h, old);
-    /* The plan keeps what it needs of the graph; the engine configs, the
-     * heuristics and the operation are not referenced after finalizing,
-     * but the op graph is kept with the plan (released together). */
-    for (int64_t i = 0; i < MAX_CFGS; i++)
-        if (cfgs[i]) cudnnBackendDestroyDescriptor(cfgs[i]);
-    if (heur) cudnnBackendDestroyDescriptor(heur);
-    if (op) cudnnBackendDestroyDescriptor(op);
-    if (conv) cudnnBackendDestroyDescriptor(conv);
-    if (tx) cudnnBackendDestroyDescriptor(tx);
-    if (tw) cudnnBackendDestroyDescriptor(tw);
-    if (ty) cudnnBackendDestroyDescriptor(ty);
+    /* The API does not say whether a finalized plan still refers to the
+     * descriptors it was built from, so the chosen plan's engine config,
+     * the heuristics, the operation and its tensors live as long as the plan
+     * (pf_cux_gconv_release); the other configs' plans are gone already. */
+    {
+        cudnnBackendDescriptor_t chain[] = {best_cfg >= 0 ? cfgs[best_cfg] : NULL, heur, op, conv,
+                                            tx, tw, ty};
+        if (best_cfg >= 0) cfgs[best_cfg] = NULL;
+        for (int64_t i = 0; i < MAX_CFGS; i++)
+            if (cfgs[i]) cudnnBackendDestroyDescriptor(cfgs[i]);
+        for (size_t i = 0; i < sizeof chain / sizeof *chain; i++) {
+            if (gc->plan) gc->keep[i] = chain[i];
+            else if (chain[i]) cudnnBackendDestroyDescriptor(chain[i]);
+        }
+    }
     (void)cudaGetLastError();
     if (!gc->plan) {
         pf_cux_gconv_release(gc);
@@ -275,6 +280,8 @@ void pf_cux_gconv_release(pf_cux_gconv *gc)
 {
     if (gc->pack) cudnnBackendDestroyDescriptor(gc->pack);
     if (gc->plan) cudnnBackendDestroyDescriptor(gc->plan);
+    for (int i = 0; i < PF_CUX_GCONV_KEEP; i++)
+        if (gc->keep[i]) cudnnBackendDestroyDescriptor(gc->keep[i]);
     if (gc->graph) cudnnBackendDestroyDescriptor(gc->graph);
     memset(gc, 0, sizeof *gc);
 }

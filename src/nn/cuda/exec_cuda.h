@@ -57,8 +57,10 @@ typedef struct pf_cux_gshape {
     bool fp16;
 } pf_cux_gshape;
 
+#define PF_CUX_GCONV_KEEP 7
 typedef struct pf_cux_gconv {
     cudnnBackendDescriptor_t graph, plan;
+    cudnnBackendDescriptor_t keep[PF_CUX_GCONV_KEEP]; /* what the plan was built from */
     cudnnBackendDescriptor_t pack;      /* variant pack for the pointers below */
     const void *px, *pw, *py, *pws;
     size_t ws_bytes;
