@@ -10,8 +10,7 @@ for f in /usr/share/libonnx-testdata/data/node/*/model.onnx; do
     cp "$f" "fuzz/corpus-onnx/$(basename "$(dirname "$f")").onnx"
 done
 [ -f .data/nn/lraspp.onnx ] && cp .data/nn/lraspp.onnx fuzz/corpus-onnx/
-find node_modules/@mediapipe -name '*.tflite' -exec cp {} fuzz/corpus-tflite/ \;
-echo "corpus-onnx: $(ls fuzz/corpus-onnx | wc -l) files, corpus-tflite: $(ls fuzz/corpus-tflite | wc -l) files"
+[ -d node_modules/@mediapipe ] && find node_modules/@mediapipe -name '*.tflite' -exec cp {} fuzz/corpus-tflite/ \;
 python3 fuzz/onnx_seeds.py fuzz/corpus-onnx
 python3 fuzz/tflite_seeds.py fuzz/corpus-tflite
 echo "with the hand-made seeds: corpus-onnx $(ls fuzz/corpus-onnx | wc -l), corpus-tflite $(ls fuzz/corpus-tflite | wc -l) files"
