@@ -1605,7 +1605,11 @@ static void test_trace_params(void)
     pf_pipeline *p = NULL;
     pp.trace_counter_ms = -5;
     CHECK_EQ_INT(pf_pipeline_create(&pp, &p), PF_ERR_INVALID);
-    CHECK(strstr(pf_last_error(), "trace_counter_ms -5 is negative") != NULL);
+    CHECK(strstr(pf_last_error(), "trace_counter_ms -5 is not 0..60000") != NULL);
+    CHECK(p == NULL);
+    pp.trace_counter_ms = PF_PIPELINE_TRACE_COUNTER_MS_MAX + 1;
+    CHECK_EQ_INT(pf_pipeline_create(&pp, &p), PF_ERR_INVALID);
+    CHECK(strstr(pf_last_error(), "trace_counter_ms 60001 is not 0..60000") != NULL);
     CHECK(p == NULL);
     pp = pf_pipeline_params_default();
     pp.trace_max_events = (size_t)1 << 33;

@@ -31,7 +31,7 @@ static char *read_text(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
-    static char buf[8192];
+    static char buf[1 << 20]; /* a whole small trace, metadata at its end */
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     buf[n] = '\0';
     fclose(f);
@@ -704,6 +704,37 @@ static void test_failure_and_overrides(void)
     pf_pipeline_destroy(&p);
     const char *t = read_text(trace);
     CHECK(t != NULL && strchr(t, '{') != NULL);
+    CHECK(t != NULL && strstr(t, "\"dropped_events\":0") != NULL);
+
+    /* trace_max_events from the file bounds the trace buffer: 1024 events
+     * cannot hold 2000 items' spans, the rest are counted as dropped. */
+    remove(trace);
+    yp = pf_pipeline_yaml_params_default();
+    yp.path = "small_trace.yaml";
+    yp.text = "trace_max_events: 1024\nstages:\n"
+              "  - {name: cam, type: source.synthetic, width: 8, height: 8, count: 2000}\n"
+              "  - {name: out, type: sink.null}\n";
+    yp.text_len = strlen(yp.text);
+    yp.trace_path = trace;
+    yp.device = "cpu";
+    CHECK_OK(pf_pipeline_create_from_yaml(&yp, &p));
+    REQUIRE(p != NULL);
+    CHECK_OK(pf_pipeline_start(p));
+    CHECK_OK(pf_pipeline_wait(p, 60 * 1000000ll));
+    pf_pipeline_destroy(&p);
+    t = read_text(trace);
+    CHECK(t != NULL && strstr(t, "\"max_events\":1024") != NULL);
+    CHECK(t != NULL && strstr(t, "\"dropped_events\":0") == NULL &&
+          strstr(t, "\"dropped_events\":") != NULL);
+
+    /* The trace_counter_ms override is checked like the file's key. */
+    static const int bad_ms[] = {-2, PF_PIPELINE_TRACE_COUNTER_MS_MAX + 1};
+    for (int i = 0; i < 2; i++) {
+        yp.trace_counter_ms = bad_ms[i];
+        CHECK_EQ_INT(pf_pipeline_create_from_yaml(&yp, &p), PF_ERR_INVALID);
+        CHECK(strstr(pf_last_error(), "trace_counter_ms") != NULL);
+        CHECK(p == NULL);
+    }
 }
 
 int main(void)

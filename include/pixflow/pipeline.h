@@ -422,6 +422,9 @@ typedef enum pf_pipeline_mode {
     PF_MODE_THROUGHPUT = 2     /* edges block; configured batches kept */
 } pf_pipeline_mode;
 
+/* The longest device-counter period a trace takes (ms): one minute. */
+#define PF_PIPELINE_TRACE_COUNTER_MS_MAX 60000
+
 typedef struct pf_pipeline_params {
     const char *name;          /* for stats and traces */
     pf_pipeline_mode mode;     /* applied at start, overriding edge settings */
@@ -439,7 +442,8 @@ typedef struct pf_pipeline_params {
                                   tracer; stages on another device get no GPU track). */
     int trace_counter_ms;      /* with a trace and a CUDA stage: device counters (NVML
                                   utilisation, memory, power, temperature; without NVML
-                                  memory used) sampled this often; default 100, 0 = off */
+                                  memory used) sampled this often; default 100, 0 = off,
+                                  at most PF_PIPELINE_TRACE_COUNTER_MS_MAX */
     size_t trace_max_events;   /* trace buffer in events (64 bytes each, allocated at
                                   start; events past it are counted and dropped); 0 =
                                   the tracer's default, 1 << 20. A run records about

@@ -75,9 +75,9 @@ pf_status pf_pipeline_create(const pf_pipeline_params *pp, pf_pipeline **out)
     if (!pp) pp = &def;
     if ((int)pp->mode < PF_MODE_CUSTOM || (int)pp->mode > PF_MODE_THROUGHPUT)
         return pf_set_error(PF_ERR_INVALID, "pf_pipeline_create: unknown mode %d", (int)pp->mode);
-    if (pp->trace_counter_ms < 0)
-        return pf_set_error(PF_ERR_INVALID, "pf_pipeline_create: trace_counter_ms %d is negative",
-                            pp->trace_counter_ms);
+    if (pp->trace_counter_ms < 0 || pp->trace_counter_ms > PF_PIPELINE_TRACE_COUNTER_MS_MAX)
+        return pf_set_error(PF_ERR_INVALID, "pf_pipeline_create: trace_counter_ms %d is not 0..%d",
+                            pp->trace_counter_ms, PF_PIPELINE_TRACE_COUNTER_MS_MAX);
     /* The tracer's own limit, checked now rather than at start. */
     const size_t max_events = ((size_t)1 << 32) - 2;
     if (pp->trace_max_events > max_events)

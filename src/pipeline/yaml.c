@@ -615,7 +615,8 @@ static pf_status parse_root(yl *y, yaml_node_t *root)
         } else if (!strcmp(key, "trace")) {
             st = nonempty_at(y, v, "trace", &y->trace, &y->trace_line);
         } else if (!strcmp(key, "trace_counter_ms")) {
-            st = int_value(y, v, "trace_counter_ms", 0, 60000, &y->trace_counter_ms);
+            st = int_value(y, v, "trace_counter_ms", 0, PF_PIPELINE_TRACE_COUNTER_MS_MAX,
+                           &y->trace_counter_ms);
         } else if (!strcmp(key, "trace_max_events")) {
             st = int_value(y, v, "trace_max_events", 1024, (int64_t)1 << 30, &y->trace_max_events);
         } else if (!strcmp(key, "stages")) {
@@ -842,6 +843,10 @@ pf_status pf_pipeline_create_from_yaml(const pf_pipeline_yaml_params *prm, pf_pi
     if (prm->mode < -1 || prm->mode > PF_MODE_THROUGHPUT)
         return pf_set_error(PF_ERR_INVALID, "pf_pipeline_create_from_yaml: mode %d out of range",
                             prm->mode);
+    if (prm->trace_counter_ms < -1 || prm->trace_counter_ms > PF_PIPELINE_TRACE_COUNTER_MS_MAX)
+        return pf_set_error(PF_ERR_INVALID,
+                            "pf_pipeline_create_from_yaml: trace_counter_ms %d is not -1..%d",
+                            prm->trace_counter_ms, PF_PIPELINE_TRACE_COUNTER_MS_MAX);
     yl y;
     memset(&y, 0, sizeof y);
     y.trace_counter_ms = -1;

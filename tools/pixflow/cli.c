@@ -4,8 +4,10 @@
 
 #include "cli.h"
 
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Options ----------------------------------------------------------------------------- */
@@ -101,6 +103,16 @@ const char *cli_value(const cli_option *opts, const cli_args *a, const char *nam
 {
     int i = cli_option_index(opts, name);
     return i >= 0 && a->set[i] ? a->value[i] : NULL;
+}
+
+bool cli_parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    const long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
 }
 
 void cli_print_options(FILE *f, const cli_option *opts)

@@ -60,6 +60,10 @@ bool cli_flag(const cli_option *opts, const cli_args *a, const char *name);
 /* The option's value, or NULL when it was not given. */
 const char *cli_value(const cli_option *opts, const cli_args *a, const char *name);
 
+/* A whole decimal integer in lo..hi (no sign tricks, no trailing text, no
+ * overflow) into *out; false otherwise. */
+bool cli_parse_long(const char *s, long lo, long hi, long *out);
+
 /* Prints an aligned option list ("  --device SPEC   help"). */
 void cli_print_options(FILE *f, const cli_option *opts);
 

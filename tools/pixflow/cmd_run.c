@@ -12,7 +12,7 @@
  * are documented with it), unchanged. */
 #define _POSIX_C_SOURCE 200809L
 
-#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,13 +136,9 @@ int cmd_run(int argc, char **argv)
     yp.trace_path = cli_value(run_options, &a, "trace");
     const char *tc = cli_value(run_options, &a, "trace-counters");
     if (tc) {
-        char *end = NULL;
-        long v = strtol(tc, &end, 10);
-        if (!*tc || *end || v < 0 || v > 60000) {
-            fprintf(stderr, "pixflow run: --trace-counters '%s': expected milliseconds 0..60000\n",
-                    tc);
-            return CLI_EXIT_USAGE;
-        }
+        long v = 0;
+        if (!cli_parse_long(tc, 0, PF_PIPELINE_TRACE_COUNTER_MS_MAX, &v))
+            return usage_error("--trace-counters '%s': expected milliseconds 0..60000", tc);
         yp.trace_counter_ms = (int)v;
     }
     const char *mode = cli_value(run_options, &a, "mode");
@@ -154,10 +150,8 @@ int cmd_run(int argc, char **argv)
     }
     const char *count = cli_value(run_options, &a, "count");
     if (count) {
-        char *end = NULL;
-        errno = 0;
-        long long n = strtoll(count, &end, 10);
-        if (errno || !end || *end || n < 1)
+        long n = 0;
+        if (!cli_parse_long(count, 1, LONG_MAX, &n))
             return usage_error("--count '%s': expected a positive integer", count);
         yp.count = n;
     }

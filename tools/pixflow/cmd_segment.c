@@ -17,7 +17,6 @@
  * summary so far is still printed. */
 #define _POSIX_C_SOURCE 200809L
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,16 +123,6 @@ static int parse_background(seg_job *job, const char *v)
     }
     job->bg = SEG_BG_IMAGE;
     return CLI_EXIT_OK;
-}
-
-static bool parse_int(const char *v, long lo, long hi, long *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || !end || *end || x < lo || x > hi) return false;
-    *out = x;
-    return true;
 }
 
 /* -o is an alias of --output: rewrite argv before the shared parser sees it. */
@@ -462,7 +451,7 @@ int cmd_segment(int argc, char **argv)
     const char *v;
     long batch = 0;
     if ((v = cli_value(seg_options, &a, "batch"))) {
-        if (!parse_int(v, 1, 256, &batch)) return usage_error("--batch '%s': expected 1..256", v);
+        if (!cli_parse_long(v, 1, 256, &batch)) return usage_error("--batch '%s': expected 1..256", v);
         if (r.latency) return usage_error("--batch %s: --latency runs batch 1", v);
     }
     if ((v = cli_value(seg_options, &a, "smooth"))) {

@@ -61,10 +61,8 @@ void rp_usage(FILE *f)
 
 static bool parse_int(const char *s, int lo, int hi, int *out)
 {
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return false;
+    long v = 0;
+    if (!cli_parse_long(s, lo, hi, &v)) return false;
     *out = (int)v;
     return true;
 }
