@@ -93,48 +93,49 @@ static void run_shape(const shape *s)
     p.act_a = 0.0f, p.act_b = 6.0f; /* CLIP's bounds (act_ref) */
     p.r_act = s->resid == 1 ? PF_IR_ACT_RELU : PF_IR_ACT_NONE;
     CHECK(pf_cu_ig_ok(&p));
-    static const int splits[] = {1, 2, 3, 5};
-    for (int cfg = 0; cfg < PF_CU_IG_CONFIGS; cfg++)
-        for (int si = 0; si < 4; si++) {
-            pf_cu_ig q = p;
-            pf_cu_ig_set(&q, cfg, splits[si]);
-            CHECK(pf_cu_ig_ws(&q) <= 64 * MiB);
-            /* Sentinel everywhere, z copied in for the in-place case. */
-            cudaMemset(dy, 0x7b, ny * 2);
-            if (s->resid == 2) cudaMemcpy(dy, z, ny * 2, cudaMemcpyHostToDevice);
-            const void *zp = s->resid == 1 ? dz : s->resid == 2 ? dy : NULL;
-            CHECK_EQ_INT(pf_cu_launch_ig(&q, dx, dw, db, zp, dy, ws, NULL), 0);
-            CHECK_EQ_INT(cudaMemcpy(got, dy, ny * 2, cudaMemcpyDeviceToHost), 0);
-            int bad = 0;
-            double worst = 0;
-            for (size_t i = 0; i < ny; i++) {
-                const size_t ch = i % (size_t)ys;
-                if ((int)ch >= s->k) { /* padding column: untouched */
-                    const uint16_t want = s->resid == 2 ? z[i] : 0x7b7b;
-                    if (got[i] != want && bad++ < 3)
-                        fprintf(stderr, "    padding %zu changed: %04x\n", i, got[i]);
-                    continue;
-                }
-                const double d = fabs((double)h2f(got[i]) - ref[i]);
-                if (d > worst) worst = d;
-                if (d > 4e-3 * fabs(ref[i]) + 1e-3 * scale && bad++ < 3)
-                    fprintf(stderr, "    [%zu] got %g want %g\n", i, h2f(got[i]), ref[i]);
-            }
-            if (bad)
-                fprintf(stderr, "  n%d c%d %dx%d k%d %dx%d s%d d%d p%d/%d cfg %d splits %d: %d bad,"
-                        " worst %g (scale %g)\n", s->n, s->c, s->h, s->w, s->k, s->kh, s->kw,
-                        s->sh, s->dh, s->ph, s->peh, cfg, q.splits, bad, worst, scale);
-            CHECK(bad == 0);
-        }
-    /* The tuner picks some config; its result must be right too. */
-    pf_cu_ig t = p;
-    float ms = -1;
-    cudaMemset(dy, 0x7b, ny * 2);
-    if (s->resid == 2) cudaMemcpy(dy, z, ny * 2, cudaMemcpyHostToDevice);
+    /* The tuner's pick (it times launches without a residual) is checked
+     * like the fixed configs, as the last run of the loop below. */
+    pf_cu_ig tuned = p;
+    int have_tuned = 0;
     if (!s->resid) {
-        CHECK_EQ_INT(pf_cu_ig_tune(&t, dx, dw, db, dy, ws, 64 * MiB, NULL, &ms), 0);
+        float ms = -1;
+        CHECK_EQ_INT(pf_cu_ig_tune(&tuned, dx, dw, db, dy, ws, 64 * MiB, NULL, &ms), 0);
         CHECK(ms > 0);
-        CHECK(t.cfg >= 0 && t.cfg < PF_CU_IG_CONFIGS && t.splits >= 1);
+        CHECK(tuned.cfg >= 0 && tuned.cfg < PF_CU_IG_CONFIGS && tuned.splits >= 1);
+        have_tuned = 1;
+    }
+    static const int splits[] = {1, 2, 3, 5};
+    const int fixed = PF_CU_IG_CONFIGS * 4;
+    for (int run = 0; run < fixed + have_tuned; run++) {
+        pf_cu_ig q = run < fixed ? p : tuned;
+        if (run < fixed) pf_cu_ig_set(&q, run / 4, splits[run % 4]);
+        CHECK(pf_cu_ig_ws(&q) <= 64 * MiB);
+        /* Sentinel everywhere, z copied in for the in-place case. */
+        cudaMemset(dy, 0x7b, ny * 2);
+        if (s->resid == 2) cudaMemcpy(dy, z, ny * 2, cudaMemcpyHostToDevice);
+        const void *zp = s->resid == 1 ? dz : s->resid == 2 ? dy : NULL;
+        CHECK_EQ_INT(pf_cu_launch_ig(&q, dx, dw, db, zp, dy, ws, NULL), 0);
+        CHECK_EQ_INT(cudaMemcpy(got, dy, ny * 2, cudaMemcpyDeviceToHost), 0);
+        int bad = 0;
+        double worst = 0;
+        for (size_t i = 0; i < ny; i++) {
+            const size_t ch = i % (size_t)ys;
+            if ((int)ch >= s->k) { /* padding column: untouched */
+                const uint16_t want = s->resid == 2 ? z[i] : 0x7b7b;
+                if (got[i] != want && bad++ < 3)
+                    fprintf(stderr, "    padding %zu changed: %04x\n", i, got[i]);
+                continue;
+            }
+            const double d = fabs((double)h2f(got[i]) - ref[i]);
+            if (d > worst) worst = d;
+            if (d > 4e-3 * fabs(ref[i]) + 1e-3 * scale && bad++ < 3)
+                fprintf(stderr, "    [%zu] got %g want %g\n", i, h2f(got[i]), ref[i]);
+        }
+        if (bad)
+            fprintf(stderr, "  n%d c%d %dx%d k%d %dx%d s%d d%d p%d/%d cfg %d splits %d: %d bad,"
+                    " worst %g (scale %g)\n", s->n, s->c, s->h, s->w, s->k, s->kh, s->kw,
+                    s->sh, s->dh, s->ph, s->peh, q.cfg, q.splits, bad, worst, scale);
+        CHECK(bad == 0);
     }
     cudaFree(dx), cudaFree(dw), cudaFree(db), cudaFree(dy), cudaFree(dz), cudaFree(ws);
     free(x), free(w), free(b), free(z), free(got), free(ref);

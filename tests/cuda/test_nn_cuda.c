@@ -839,8 +839,31 @@ static void check_int_clip(float lo, float hi, const char *label)
     pf_model_free(&mi);
 }
 
+/* A Clip whose min is a graph input (not folded into the attrs) is refused
+ * on CUDA, naming the bound, instead of clipping to stale attrs. */
+static void check_clip_runtime_bound(void)
+{
+    static const int64_t one[1] = {1};
+    gb b = gb_new("clip_runtime_min");
+    int x = gb_in(&b, 4, D4);
+    int lo = gb_in(&b, 1, one);
+    pf_model *m = gb_model(&b, gb2(&b, PF_IR_CLIP, x, lo, NULL));
+    REQUIRE(m != NULL);
+    pf_nn_exec_params p = pf_nn_exec_params_default();
+    p.device = g_dev;
+    pf_nn_exec *ex = NULL;
+    CHECK_OK(pf_nn_exec_create(m, &p, &ex));
+    if (ex) {
+        CHECK_EQ_INT(pf_nn_exec_reserve(ex), PF_ERR_UNSUPPORTED); /* plans are made here */
+        CHECK(strstr(pf_last_error(), "min 'in1' is computed at run time") != NULL);
+    }
+    pf_nn_exec_destroy(&ex);
+    pf_model_free(&m);
+}
+
 static void test_int_clip_mod(void)
 {
+    check_clip_runtime_bound();
     check_int_clip(-INFINITY, 0.0f, "Clip int8 max 0 only");
     check_int_clip(0.0f, INFINITY, "Clip int8 min 0 only");
     check_int_clip(-FLT_MAX, 37.0f, "Clip int8 max 37 only (opset < 11 default min)");
@@ -1172,6 +1195,38 @@ static void test_conv_igemm_shapes(void)
     check_model(gb_model(&b, o), "residual chain", -1, 1, false);
 }
 
+/* Under PIXFLOW_NN_CONV=... the forced path must be the one that runs (a
+ * silent fall-back would make the forced reruns test nothing): an FP16
+ * 3x3 conv any path can take reports it in the per-node profile. */
+static void check_forced_conv_path(const char *want)
+{
+    static const int p1[2] = {1, 1};
+    gb b = gb_new("forced_path");
+    int64_t d[4] = {1, 16, 12, 12};
+    int x = gb_in(&b, 4, d);
+    pf_model *m = gb_model(&b, conv_ex(&b, x, 16, 32, 3, 1, p1, p1, 1, 1, PF_IR_ACT_RELU, 0, 0,
+                                       true));
+    REQUIRE(m != NULL);
+    pf_nn_exec_params p = pf_nn_exec_params_default();
+    p.device = g_dev;
+    p.precision = PF_NN_FP16;
+    pf_nn_exec *ex = NULL;
+    pf_nn_node_time t[8];
+    int n = 0;
+    CHECK_OK(pf_nn_exec_create(m, &p, &ex));
+    if (ex) CHECK_OK(pf_nn_exec_profile(ex, 1, t, 8, &n));
+    bool found = false;
+    for (int i = 0; i < n; i++) found = found || (t[i].op && !strncmp(t[i].op, want, strlen(want)));
+    if (!found) fprintf(stderr, "  forced conv path: no node ran %s\n", want);
+    CHECK(found);
+    pf_nn_exec_destroy(&ex);
+    pf_model_free(&m);
+}
+
+static void test_forced_igemm(void) { check_forced_conv_path("Conv/igemm"); }
+static void test_forced_legacy(void) { check_forced_conv_path("Conv/cudnn-"); }
+static void test_forced_graph(void) { check_forced_conv_path("Conv/cudnn-graph"); }
+
 static void test_gemm(void)
 {
     pf_ir_attr a;
@@ -1476,9 +1531,9 @@ static void test_models(void)
 
 /* A dynamic batcher hands out any batch size; on CUDA an executor plans only
  * powers of two (capped at max_batch) and runs smaller batches padded:
- * batches 3 and 5 on one executor with max_batch 8 make two plans (4, 8) and
- * must equal the CPU at batch 3 and 5, with graphs on and the padded rows
- * holding the other batch's data. */
+ * batches 3..8 on one executor with max_batch 8 make two plans (4, 8) and
+ * must equal the CPU at each batch, with graphs on and the padded rows
+ * holding an earlier, larger run's data. */
 static void test_batch_buckets(void)
 {
     static const char *models[] = {
@@ -1504,8 +1559,10 @@ static void test_batch_buckets(void)
         p.max_batch = 8;
         pf_nn_exec *x = NULL;
         CHECK_OK(pf_nn_exec_create(m, &p, &x));
-        static const int batches[] = {5, 3, 5, 3};
-        for (int k = 0; x && k < 4; k++) {
+        /* Each plan sees a full and a padded batch in turn, so padded rows
+         * hold an earlier run's data, not the plan-time zeros. */
+        static const int batches[] = {5, 8, 3, 4, 7, 3};
+        for (int k = 0; x && k < (int)(sizeof batches / sizeof *batches); k++) {
             io o;
             bool ok = io_setup(&o, m, batches[k], 0, 1) && io_device(&o, PF_DTYPE_F32);
             CHECK(ok);
@@ -1561,15 +1618,18 @@ int main(void)
     /* The convs again with the FP16 conv path forced each way (by default
      * it is timed per conv, so any may have run above). */
     setenv("PIXFLOW_NN_CONV", "pixflow", 1);
+    PF_RUN(test_forced_igemm);
     PF_RUN(test_conv);
     PF_RUN(test_residual);
     PF_RUN(test_conv_igemm_shapes);
     PF_RUN(test_models);
     setenv("PIXFLOW_NN_CONV", "cudnn", 1);
+    PF_RUN(test_forced_legacy); /* "Conv/cudnn-" + a legacy algorithm's name */
     PF_RUN(test_conv);
     PF_RUN(test_residual);
     PF_RUN(test_conv_igemm_shapes);
     setenv("PIXFLOW_NN_CONV", "cudnn-graph", 1);
+    PF_RUN(test_forced_graph);
     PF_RUN(test_conv);
     PF_RUN(test_residual);
     PF_RUN(test_conv_igemm_shapes);

@@ -202,6 +202,10 @@ int pf_cu_launch_ig_epi(const pf_cu_ig *p, const void *bias, const void *z, void
 int pf_cu_ig_tune(pf_cu_ig *p, const void *x, const void *w, const void *bias, void *y,
                   void *ws, size_t ws_cap, void *stream, float *best_ms);
 
+/* spin.cu: the mean GPU time of 5 launch(arg) calls on stream after one
+ * warm-up (CUDA events) into *ms; 0, else the first launch's non-zero
+ * result or CUDA error (*ms = -1 then). */
+int pf_cu_time_ms(int (*launch)(void *), void *arg, void *stream, float *ms);
 /* spin.cu: a one-thread kernel that waits `us` microseconds (profiling). */
 int pf_cu_launch_spin(unsigned us, void *stream);
 

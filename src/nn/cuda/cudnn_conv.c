@@ -101,25 +101,6 @@ static int conv_choice(void)
     return PATH_AUTO;
 }
 
-float pf_cux_time_ms(int (*launch)(void *), void *arg, cudaStream_t s)
-{
-    enum { REPS = 5 };
-    cudaEvent_t e0 = NULL, e1 = NULL;
-    float ms = -1.0f;
-    bool ok = cudaEventCreate(&e0) == cudaSuccess && cudaEventCreate(&e1) == cudaSuccess &&
-              !launch(arg) && cudaEventRecord(e0, s) == cudaSuccess;
-    for (int r = 0; ok && r < REPS; r++) ok = !launch(arg);
-    if (ok && cudaEventRecord(e1, s) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
-        cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess)
-        ms /= REPS;
-    else
-        ms = -1.0f;
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    (void)cudaGetLastError();
-    return ms;
-}
-
 /* pixflow's epilogue alone on y, bias + act (what the graph path adds). */
 typedef struct epi_arg {
     const pf_cu_ig *q;
@@ -160,7 +141,8 @@ static float time_legacy(pf_cux_ctx *c, pf_cux_conv *cv, const void *x, void *y,
     cudnnGetStream(c->cudnn, &old);
     if (cudnnSetStream(c->cudnn, s) != CUDNN_STATUS_SUCCESS) return -1.0f;
     legacy_arg a = {c, cv, x, y, ws};
-    const float ms = pf_cux_time_ms(launch_legacy, &a, s);
+    float ms = -1.0f;
+    (void)pf_cu_time_ms(launch_legacy, &a, s, &ms);
     cudnnSetStream(c->cudnn, old);
     return ms;
 }
@@ -239,12 +221,11 @@ static pf_status tune_fp16(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux
         for (int i = 0; i < 2; i++) {
             sh.pre[i] = pb[i], sh.post[i] = pe[i], sh.stride[i] = st[i], sh.dil[i] = dil[i];
         }
-        sh.fp16 = true;
         ge = pf_cux_gconv_tune(c->cudnn, &sh, bx, cv->w, by, bws, ws_cap, s, &cv->grp, &gr_ms,
                                verbose ? d : NULL);
         if (!ge && (cv->b || n->act != PF_IR_ACT_NONE)) {
             epi_arg a = {q, cv->b, by, s};
-            epi_ms = pf_cux_time_ms(launch_epi, &a, s);
+            (void)pf_cu_time_ms(launch_epi, &a, s, &epi_ms);
             if (epi_ms < 0) {
                 pf_cux_gconv_release(&cv->grp);
                 ge = -1;

@@ -121,7 +121,7 @@ int pf_cux_gconv_tune(cudnnHandle_t h, const pf_cux_gshape *sh, const void *x, c
     memset(gc, 0, sizeof *gc);
     *best_ms = -1.0f;
     cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
-    const cudnnDataType_t dt = sh->fp16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    const cudnnDataType_t dt = CUDNN_DATA_HALF;
     const cudnnDataType_t acc = CUDNN_DATA_FLOAT;
     cudnnBackendDescriptor_t tx = NULL, tw = NULL, ty = NULL, conv = NULL, op = NULL,
                              heur = NULL, cfgs[MAX_CFGS] = {0};
@@ -211,7 +211,7 @@ int pf_cux_gconv_tune(cudnnHandle_t h, const pf_cux_gshape *sh, const void *x, c
                                                       CUDNN_STATUS_SUCCESS)
         {
             plan_arg a = {h, plan, pack};
-            ms = pf_cux_time_ms(launch_plan, &a, s);
+            (void)pf_cu_time_ms(launch_plan, &a, s, &ms);
         }
         if (log_name)
             fprintf(stderr, "conv choice: %s: cuDNN engine %lld (heuristic rank %lld): %s\n",

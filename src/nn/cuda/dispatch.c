@@ -25,6 +25,13 @@ static int64_t gpool_slices(int64_t n, int64_t c, int64_t hw)
     return s < 1 ? 1 : s;
 }
 
+/* The split kernel's f32 partials for an [n, c, hw] map (0 unsplit). */
+static size_t gpool_scratch(int64_t n, int64_t c, int64_t hw)
+{
+    const int64_t slices = gpool_slices(n, c, hw);
+    return slices > 1 ? (size_t)(n * slices * c) * sizeof(float) : 0;
+}
+
 static size_t esz(pf_ir_dtype t)
 {
     switch (t) {
@@ -545,11 +552,11 @@ pf_status pf_nn_cuda_run_node(const pf_ir_graph *g, int node, const pf_nn_cu_ten
     case PF_IR_MAXPOOL: case PF_IR_AVGPOOL:
         return run_pool(g, node, x, y, stream);
     case PF_IR_GLOBAL_AVGPOOL: case PF_IR_GLOBAL_MAXPOOL: {
-        /* Channels-last 4D input with enough (image, 32 channels) blocks to
-         * fill the GPU: a coalesced kernel (the row reduction strides by C
-         * through every row: 0.49 ms for DeepLabV3's ASPP pooling at batch
-         * 8). Few blocks (SE blocks at batch 1) stay on the row kernel,
-         * which has a block per channel. */
+        /* Channels-last 4D input: a coalesced kernel over (image, 32
+         * channels) blocks (the row reduction strides by C through every
+         * row: 0.49 ms for DeepLabV3's ASPP pooling at batch 8), the pixels
+         * split over more blocks when those are few (gpool_slices); the row
+         * kernel otherwise. */
         if (x->ndim == 4 && x->strides[1] == 1 && x->dims[1] > 1 && x->dims[2] * x->dims[3] > 0 &&
             x->strides[2] == x->dims[3] * x->strides[3] && x->dims[0] <= 65535 &&
             x->dtype == y->dtype) {
@@ -562,7 +569,7 @@ pf_status pf_nn_cuda_run_node(const pf_ir_graph *g, int node, const pf_nn_cu_ten
                 return PF_OK;
             }
             /* Few channel blocks (SE blocks at batch 1): split the pixels too. */
-            const size_t need = (size_t)(x->dims[0] * slices * x->dims[1]) * sizeof(float);
+            const size_t need = gpool_scratch(x->dims[0], x->dims[1], x->dims[2] * x->dims[3]);
             if (scratch && need <= scratch_bytes) {
                 LAUNCH(pf_cu_launch_gpool_split(x->data, y->data, scratch, y->dtype, x->dims[0],
                                                 x->dims[1], x->dims[2] * x->dims[3], slices,
@@ -681,6 +688,19 @@ bool pf_nn_cuda_kernel_supports(const pf_ir_graph *g, int node, char *why, size_
             return false;
         }
         return true;
+    case PF_IR_CLIP:
+        /* Constant bounds were folded into the attrs (fold.c); the kernel
+         * reads only those, so bounds computed at run time are refused
+         * rather than ignored. */
+        for (int k = 1; k <= 2 && k < n->n_in; k++) {
+            if (n->in[k] >= 0) {
+                snprintf(why, why_size, "%s: its %s '%s' is computed at run time (only constant "
+                         "bounds are supported)", opn, k == 1 ? "min" : "max",
+                         g->values[n->in[k]].name);
+                return false;
+            }
+        }
+        return true;
     case PF_IR_RESIZE:
         if (n->attr.resize.exclude_outside) {
             snprintf(why, why_size, "%s: exclude_outside is not supported", opn);
@@ -708,6 +728,5 @@ size_t pf_nn_cuda_kernel_scratch(const pf_ir_graph *g, int node)
     if (n->op != PF_IR_GLOBAL_AVGPOOL && n->op != PF_IR_GLOBAL_MAXPOOL) return 0;
     const pf_ir_value *x = &g->values[n->in[0]];
     if (x->ndim != 4 || x->dims[2] * x->dims[3] <= 0) return 0;
-    const int64_t slices = gpool_slices(x->dims[0], x->dims[1], x->dims[2] * x->dims[3]);
-    return slices > 1 ? (size_t)(x->dims[0] * slices * x->dims[1]) * sizeof(float) : 0;
+    return gpool_scratch(x->dims[0], x->dims[1], x->dims[2] * x->dims[3]);
 }

@@ -893,14 +893,16 @@ static pf_status run_step(pf_cux_ctx *c, plan *p, step *s, cudaStream_t cs)
 
 /* A run may carry fewer rows than the plan's batch (exec.c rounds the batch
  * up to a planned size): the plan tensor is then viewed at the caller's
- * batch. The batch is dim 0 and has the largest stride in every layout the
- * plan uses (NCHW, NHWC), so the first n rows are a prefix of the buffer;
- * the rows past them hold stale data that no row of the caller reads (ops
- * do not mix samples across the batch). */
+ * size in every dim where that is smaller (the batch dim, wherever a
+ * Transpose put it: exec.c gives the run's batch to each dim equal to the
+ * plan's). The copies take strides, so the view is the sub-box of the
+ * first rows; the rows past it hold stale data that no row of the caller
+ * reads (ops do not mix samples across the batch). */
 static void batch_view(pf_nn_cu_tensor *plan_t, const pf_nn_cu_tensor *user)
 {
-    if (plan_t->ndim == user->ndim && plan_t->ndim > 0 && user->dims[0] < plan_t->dims[0])
-        plan_t->dims[0] = user->dims[0];
+    if (plan_t->ndim != user->ndim) return;
+    for (int d = 0; d < plan_t->ndim; d++)
+        if (user->dims[d] < plan_t->dims[d]) plan_t->dims[d] = user->dims[d];
 }
 
 /* The caller's inputs into the plan's input buffers (dtype and layout
@@ -950,8 +952,10 @@ static pf_status run_steps(pf_cux_ctx *c, plan *p, cudaStream_t cs, cudaEvent_t 
         /* Profiling: a wait long enough for the host to queue the step
          * (cuDNN's host side takes tens of us), so the events time the
          * GPU work only, as a graph replay sees it. */
-        if (evs && pf_cu_launch_spin(300, cs) == 0) cudaEventRecord(evs[2 * q], cs);
-        else if (evs) cudaEventRecord(evs[2 * q], cs);
+        if (evs) {
+            (void)pf_cu_launch_spin(300, cs); /* without it the times only include host work */
+            cudaEventRecord(evs[2 * q], cs);
+        }
         pf_status st = run_step(c, p, &p->steps[q], cs);
         if (st != PF_OK) return st;
         if (evs) cudaEventRecord(evs[2 * q + 1], cs);

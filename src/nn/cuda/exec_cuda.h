@@ -44,17 +44,12 @@ pf_status pf_cux_weight_get(pf_cux_ctx *c, const pf_ir_graph *g, int v, int form
 /* The device dtype of an IR dtype in this ctx. */
 pf_ir_dtype pf_cux_dtype(const pf_cux_ctx *c, pf_ir_dtype t);
 
-/* Mean GPU time of 5 launch(arg) calls on stream s after one warm-up
- * (CUDA events), -1 when a launch returns non-zero or timing fails. */
-float pf_cux_time_ms(int (*launch)(void *), void *arg, cudaStream_t s);
-
-/* cudnn_graph.c: a forward conv through cuDNN's graph API, the fastest of
- * the engines its heuristics offer (timed). Shapes in cuDNN's [N, C, H, W]
+/* cudnn_graph.c: an FP16 forward conv through cuDNN's graph API, the fastest
+ * of the engines its heuristics offer (timed). Shapes in cuDNN's [N, C, H, W]
  * order with explicit strides; filter dims [K, C, R, S]. */
 typedef struct pf_cux_gshape {
     int64_t xd[4], xs[4], wd[4], ws[4], yd[4], ys[4];
     int64_t pre[2], post[2], stride[2], dil[2];
-    bool fp16;
 } pf_cux_gshape;
 
 #define PF_CUX_GCONV_KEEP 7

@@ -540,16 +540,25 @@ extern "C" int pf_cu_launch_ig(const pf_cu_ig *pp, const void *x, const void *w,
     return (int)cudaGetLastError();
 }
 
+namespace {
+
+struct tune_arg {
+    const pf_cu_ig *t;
+    const void *x, *w, *bias;
+    void *y, *ws, *stream;
+};
+
+int launch_tuned(void *a)
+{
+    const tune_arg *q = (const tune_arg *)a;
+    return pf_cu_launch_ig(q->t, q->x, q->w, q->bias, NULL, q->y, q->ws, q->stream);
+}
+
+} // namespace
+
 extern "C" int pf_cu_ig_tune(pf_cu_ig *p, const void *x, const void *w, const void *bias,
                              void *y, void *ws, size_t ws_cap, void *stream, float *best_ms)
 {
-    cudaStream_t s = (cudaStream_t)stream;
-    cudaEvent_t e0, e1;
-    if (cudaEventCreate(&e0) != cudaSuccess) return (int)cudaGetLastError();
-    if (cudaEventCreate(&e1) != cudaSuccess) {
-        cudaEventDestroy(e0);
-        return (int)cudaGetLastError();
-    }
     int dev = 0, sms = 132;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
@@ -569,23 +578,12 @@ extern "C" int pf_cu_ig_tune(pf_cu_ig *p, const void *x, const void *w, const vo
              * slices of K. */
             if (t.splits > 1 && (ctas * t.splits > 3ll * sms || t.k_per < 4 * BK)) continue;
             if (pf_cu_ig_ws(&t) > ws_cap) continue;
-            float ms = 0.0f;
-            enum { REPS = 5 };
-            if ((err = pf_cu_launch_ig(&t, x, w, bias, NULL, y, ws, s))) break;
-            cudaEventRecord(e0, s);
-            for (int r = 0; r < REPS && !err; r++) err = pf_cu_launch_ig(&t, x, w, bias, NULL, y, ws, s);
-            cudaEventRecord(e1, s);
-            if (err || cudaEventSynchronize(e1) != cudaSuccess) {
-                err = err ? err : (int)cudaGetLastError();
-                break;
-            }
-            cudaEventElapsedTime(&ms, e0, e1);
-            ms /= REPS;
+            float ms = -1.0f;
+            tune_arg a = {&t, x, w, bias, y, ws, stream};
+            if ((err = pf_cu_time_ms(launch_tuned, &a, stream, &ms))) break;
             if (best < 0 || ms < best) best = ms, best_cfg = ci, best_split = t.splits;
         }
     }
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
     if (err) return err;
     if (best < 0) return (int)cudaErrorInvalidConfiguration; /* no config fits the grid */
     pf_cu_ig_set(p, best_cfg, best_split);
