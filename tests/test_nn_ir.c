@@ -870,6 +870,30 @@ static void test_fold_moves_inputs(void)
     CHECK_OK(pf_ir_validate(G));
 }
 
+/* An integer Clip bound a float cannot hold (2^24 + 1) stays an input: in
+ * the float attr it became 2^24 and clipped 2^24 + 1 to 2^24. */
+static void test_fold_clip_int_bounds(void)
+{
+    fresh();
+    int x = input(PF_IR_I64, 1, D(3));
+    const int64_t lo = -5, hi = (1 << 24) + 1;
+    pf_ir_attr a;
+    memset(&a, 0, sizeof a);
+    a.unary.alpha = -1e30f;
+    a.unary.beta = 1e30f;
+    int n = node(PF_IR_CLIP, &a, 3,
+                 (int[]){x, cst(PF_IR_I64, 0, NULL, &lo), cst(PF_IR_I64, 0, NULL, &hi)}, 1);
+    CHECK_OK(pf_ir_mark_output(G, out0(n)));
+    CHECK_OK(infer_all());
+    int folded = -1;
+    CHECK_OK(pf_ir_fold_constants(G, &folded));
+    const pf_ir_node *c = &G->nodes[n];
+    CHECK(c->attr.unary.alpha == -5.0f); /* exact: folded */
+    CHECK_EQ_INT(c->n_in, 3);
+    CHECK(c->in[1] < 0 && c->in[2] >= 0 && V(c->in[2])->data != NULL);
+    CHECK(c->attr.unary.beta == 1e30f);
+}
+
 static void test_fold_constant_nodes(void)
 {
     /* Add of two constants folds to a constant when the kernel exists. */
@@ -1369,6 +1393,7 @@ int main(void)
     PF_RUN(test_movement_errors);
     PF_RUN(test_resize_reduce_linalg);
     PF_RUN(test_fold_moves_inputs);
+    PF_RUN(test_fold_clip_int_bounds);
     PF_RUN(test_fold_constant_nodes);
     PF_RUN(test_specialize_shape_chain);
     PF_RUN(test_bn_fold);

@@ -19,7 +19,8 @@
  *                 opset (the importer puts Upsample/Resize-10 scales at
  *                 in[2]); a node with n_in == 2 is read as (X, scales).
  *                 Sizes set the output value's dims and has_scales = false
- *        CLIP     in[1]: min -> unary.alpha, in[2]: max -> unary.beta
+ *        CLIP     in[1]: min -> unary.alpha, in[2]: max -> unary.beta (when a
+ *                 float holds the bound exactly)
  *        REDUCE_* in[1]: axes -> attr.reduce
  *        SPLIT    in[1]: sizes -> attr.split
  *   2. SHAPE of a value whose dims are all concrete becomes an I64 constant.
@@ -284,6 +285,10 @@ static pf_status resolve_attr_inputs(pf_ir_graph *g, int node, bool *changed)
             if (pf_ir_value_numel(cv) != 1) return bad_const(g, node, i, "must be a scalar");
             st = read_doubles(g, node, i, v, 1, &cnt);
             if (st != PF_OK) return st;
+            /* The attrs are floats: an integer bound they cannot hold
+             * exactly (above 2^24) stays an input, which the CPU reads as
+             * it is (the CUDA kernel takes attrs only and refuses it). */
+            if ((double)(float)v[0] != v[0]) continue;
             if (i == 1) n->attr.unary.alpha = (float)v[0];
             else n->attr.unary.beta = (float)v[0];
             drop_input(g, n, i);

@@ -95,21 +95,11 @@ static pf_status convert_clip(pf_oimp *c, const pf_onnx_node *n)
         TRY(pf_onnx_attr_float(c->m, n, "max", FLT_MAX, &a.unary.beta));
         return pf_oimp_emit_final(c, n, PF_IR_CLIP, in, 1, &a);
     }
+    /* Bounds as inputs: constant ones move into the attrs in fold.c (which
+     * keeps an integer bound a float cannot hold as an input). */
     TRY(pf_oimp_in(c, n, 1, &in[1]));
     TRY(pf_oimp_in(c, n, 2, &in[2]));
-    if (!pf_oimp_inputs_const(c, n, 1, 2))
-        return pf_oimp_emit_final(c, n, PF_IR_CLIP, in, 3, &a);
-    for (int k = 1; k <= 2; k++) {
-        if (in[k] < 0) continue;
-        double v;
-        int cnt;
-        TRY(pf_oimp_const_doubles(c, n, in[k], k == 1 ? "min" : "max", &v, 1, &cnt));
-        if (cnt != 1)
-            return pf_oimp_fail(c, n, PF_ERR_FORMAT, "%s must be a scalar", k == 1 ? "min" : "max");
-        if (k == 1) a.unary.alpha = (float)v;
-        else a.unary.beta = (float)v;
-    }
-    return pf_oimp_emit_final(c, n, PF_IR_CLIP, in, 1, &a);
+    return pf_oimp_emit_final(c, n, PF_IR_CLIP, in, 3, &a);
 }
 
 static pf_status convert_cast(pf_oimp *c, const pf_onnx_node *n)

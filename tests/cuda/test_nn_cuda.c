@@ -839,31 +839,8 @@ static void check_int_clip(float lo, float hi, const char *label)
     pf_model_free(&mi);
 }
 
-/* A Clip whose min is a graph input (not folded into the attrs) is refused
- * on CUDA, naming the bound, instead of clipping to stale attrs. */
-static void check_clip_runtime_bound(void)
-{
-    static const int64_t one[1] = {1};
-    gb b = gb_new("clip_runtime_min");
-    int x = gb_in(&b, 4, D4);
-    int lo = gb_in(&b, 1, one);
-    pf_model *m = gb_model(&b, gb2(&b, PF_IR_CLIP, x, lo, NULL));
-    REQUIRE(m != NULL);
-    pf_nn_exec_params p = pf_nn_exec_params_default();
-    p.device = g_dev;
-    pf_nn_exec *ex = NULL;
-    CHECK_OK(pf_nn_exec_create(m, &p, &ex));
-    if (ex) {
-        CHECK_EQ_INT(pf_nn_exec_reserve(ex), PF_ERR_UNSUPPORTED); /* plans are made here */
-        CHECK(strstr(pf_last_error(), "min 'in1' is computed at run time") != NULL);
-    }
-    pf_nn_exec_destroy(&ex);
-    pf_model_free(&m);
-}
-
 static void test_int_clip_mod(void)
 {
-    check_clip_runtime_bound();
     check_int_clip(-INFINITY, 0.0f, "Clip int8 max 0 only");
     check_int_clip(0.0f, INFINITY, "Clip int8 min 0 only");
     check_int_clip(-FLT_MAX, 37.0f, "Clip int8 max 37 only (opset < 11 default min)");

@@ -689,13 +689,14 @@ bool pf_nn_cuda_kernel_supports(const pf_ir_graph *g, int node, char *why, size_
         }
         return true;
     case PF_IR_CLIP:
-        /* Constant bounds were folded into the attrs (fold.c); the kernel
-         * reads only those, so bounds computed at run time are refused
+        /* Bounds are constant by now (specialize.c) and folded into the
+         * float attrs, the only bounds the kernel reads, except an integer
+         * bound a float cannot hold (fold.c keeps it an input): refused
          * rather than ignored. */
         for (int k = 1; k <= 2 && k < n->n_in; k++) {
             if (n->in[k] >= 0) {
-                snprintf(why, why_size, "%s: its %s '%s' is computed at run time (only constant "
-                         "bounds are supported)", opn, k == 1 ? "min" : "max",
+                snprintf(why, why_size, "%s: its %s '%s' is not exact as a float (the CUDA "
+                         "Clip takes float bounds)", opn, k == 1 ? "min" : "max",
                          g->values[n->in[k]].name);
                 return false;
             }
