@@ -104,26 +104,30 @@ static int fuzz_io_shape(const pf_model_io *io, int64_t *shape, int64_t *numel)
     return 1;
 }
 
-static void fuzz_model_run(pf_model *m, const char *file)
+/* Summarises and runs a loaded model on the CPU (zero inputs) when it is
+ * small enough; returns the first failure's status, PF_OK when it ran or
+ * was too large to run. */
+static pf_status fuzz_model_run(pf_model *m, const char *file)
 {
     pf_model_summary s;
     pf_status st = pf_model_get_summary(m, &s);
     if (st != PF_OK) {
         fuzz_check_error(st, file, 0);
-        return;
+        return st;
     }
     fuzz_model_stats.summarised++;
     fuzz_model_sink += (uint64_t)s.n_nodes + (uint64_t)s.n_params + s.arena_bytes;
     for (int i = 0; i < s.n_op_kinds; i++) fuzz_model_sink += strlen(s.ops[i].op);
-    if (s.arena_bytes > FUZZ_MAX_ARENA || !(s.flops <= FUZZ_MAX_FLOPS)) return;
+    if (s.arena_bytes > FUZZ_MAX_ARENA || !(s.flops <= FUZZ_MAX_FLOPS)) return PF_OK;
 
     int n_in = pf_model_num_inputs(m), n_out = pf_model_num_outputs(m);
-    if (n_in < 0 || n_out < 1 || n_in > 64 || n_out > 64) return;
+    if (n_in < 0 || n_out < 1 || n_in > 64 || n_out > 64) return PF_OK;
     pf_tensor *in = calloc((size_t)n_in + 1, sizeof *in);
     pf_tensor *out = calloc((size_t)n_out, sizeof *out);
     if (!in || !out) FUZZ_FAIL("calloc");
     int64_t total_in = 0, total_out = 0;
     int ok = 1;
+    st = PF_OK;
     for (int i = 0; i < n_in && ok; i++) {
         pf_model_io io = pf_model_input(m, i);
         int64_t shape[PF_NN_MAX_DIMS], n = 0;
@@ -172,9 +176,10 @@ static void fuzz_model_run(pf_model *m, const char *file)
     for (int i = 0; i < n_out; i++) pf_tensor_unref(&out[i]);
     free(in);
     free(out);
+    return st;
 }
 
-/* Returns the load status. */
+/* Returns the load status, or when the model loaded, fuzz_model_run's. */
 static pf_status fuzz_model_load(const uint8_t *data, size_t size, const char *file)
 {
     static int stats_hooked;
@@ -194,10 +199,10 @@ static pf_status fuzz_model_load(const uint8_t *data, size_t size, const char *f
     }
     fuzz_model_stats.loaded++;
     fuzz_model_sink += (uint64_t)pf_model_get_format(m);
-    fuzz_model_run(m, file);
+    st = fuzz_model_run(m, file);
     pf_model_free(&m);
     if (m) FUZZ_FAIL("pf_model_free left the model");
-    return PF_OK;
+    return st;
 }
 
 #endif

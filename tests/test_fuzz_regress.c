@@ -10,9 +10,12 @@
  *   .yaml            the YAML pipeline loader (device "cpu")
  *
  * Each file also carries the status it must give now, after its name's last
- * '-' and before the extension (ok, format, unsupported, invalid), so a fix
- * that turns a crash into a silent success, or the reverse, is noticed.
- */
+ * '-' and before the extension (ok, format, unsupported, invalid): for a
+ * model, the load's, or the CPU run's when it loaded (ok: loaded and ran,
+ * or too large to run). So a fix that turns a crash into a silent success,
+ * or a run that should succeed into a failure, is noticed. Some inputs
+ * (out-of-bounds reads) are caught only in a sanitizer build (CI runs this
+ * test under ASan + UBSan too). */
 #include <dirent.h>
 #include <sys/stat.h>
 #include <stdio.h>
