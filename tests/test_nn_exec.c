@@ -382,9 +382,41 @@ static const char *mediapipe_path(char *buf, size_t size, const char *rel)
 }
 
 /* params.memory_cap on the CPU: a plan whose arena + scratch + staging
- * exceed it fails with PF_ERR_NOMEM naming the sizes; a generous cap runs. */
+ * exceed it fails with PF_ERR_NOMEM naming the sizes; a generous cap runs.
+ * First a small graph whose F16 I/O needs staging beyond the cap; then the
+ * selfie model, whose arena alone is over 64 KiB. */
 static void test_cpu_memory_cap(void)
 {
+    pf_model *am = make_add_relu(0);
+    REQUIRE(am);
+    int64_t sh[2] = {512, 4};
+    pf_tensor hx = {0}, hy = {0};
+    CHECK_OK(pf_tensor_alloc(&hx, PF_DTYPE_F16, 2, sh, PF_LAYOUT_NONE, NULL, NULL));
+    CHECK_OK(pf_tensor_alloc(&hy, PF_DTYPE_F16, 2, sh, PF_LAYOUT_NONE, NULL, NULL));
+    memset(hx.data, 0, pf_tensor_nbytes(&hx));
+    for (int k = 0; k < 2; k++) {
+        pf_nn_exec_params p = pf_nn_exec_params_default();
+        /* x and y staged F16 <-> F32: 2 x 8 KiB; the sums live in y */
+        p.memory_cap = k ? (size_t)1 << 20 : (size_t)12 << 10;
+        p.max_batch = 512;
+        pf_nn_exec *x = NULL;
+        CHECK_OK(pf_nn_exec_create(am, &p, &x));
+        REQUIRE(x);
+        pf_status st = pf_nn_exec_run(x, NULL, &hx, 1, &hy, 1);
+        if (k) {
+            CHECK_OK(st);
+        } else {
+            CHECK_EQ_INT(st, PF_ERR_NOMEM);
+            printf("  %s\n", pf_last_error());
+            CHECK(strstr(pf_last_error(), "0 B of arena + 0 B of scratch + 16384 B of I/O "
+                                          "staging, over the executor's memory_cap of 12288 B"));
+        }
+        pf_nn_exec_destroy(&x);
+    }
+    pf_tensor_unref(&hx);
+    pf_tensor_unref(&hy);
+    pf_model_free(&am);
+
     char path[1024];
     if (!mediapipe_path(path, sizeof path, "selfie_segmentation/selfie_segmentation.tflite")) {
         printf("  (skipped: MediaPipe models absent)\n");

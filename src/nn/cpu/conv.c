@@ -603,7 +603,7 @@ pf_status pf_nn_cpu_conv(const pf_nn_cpu_args *a)
     char why[200];
     if (conv_geom_get(a->g, a->node, &s, why, sizeof why))
         return pf_nn_cpu_fail(a, PF_ERR_UNSUPPORTED, "%s", why);
-    if (s.N == 0 || s.M == 0 || s.OH == 0 || s.OW == 0) return PF_OK; /* empty output */
+    if (s.N == 0 || s.M == 0) return PF_OK; /* empty output (geometry has OH, OW >= 1) */
     int64_t K = s.Cg * s.kh * s.kw;
     if (K > INT32_MAX || s.OH * s.OW > INT32_MAX || s.H * s.W > INT32_MAX)
         return pf_nn_cpu_fail(a, PF_ERR_UNSUPPORTED, "conv too large for 32-bit sgemm sizes");

@@ -146,7 +146,7 @@ pf_status pf_nn_cpu_conv_transpose(const pf_nn_cpu_args *a)
     char why[200];
     if (ct_geom_get(a->g, a->node, &s, why, sizeof why))
         return pf_nn_cpu_fail(a, PF_ERR_UNSUPPORTED, "%s", why);
-    if (s.N == 0 || s.M == 0 || s.OH == 0 || s.OW == 0) return PF_OK; /* empty output */
+    if (s.N == 0 || s.M == 0) return PF_OK; /* empty output (geometry has OH, OW >= 1) */
     int64_t rows = s.Mg * s.kh * s.kw, HW = s.H * s.W;
     if (rows > INT32_MAX || HW > INT32_MAX || s.OH * s.OW > INT32_MAX)
         return pf_nn_cpu_fail(a, PF_ERR_UNSUPPORTED, "too large for 32-bit sgemm sizes");

@@ -140,20 +140,39 @@ static pf_status cpu_plan_create(void *ctx, const pf_ir_graph *g, int64_t batch,
     st = pf_ir_plan_memory(g, CPU_ALIGN, NULL, &mp);
     if (st) goto fail;
     p->arena_bytes = mp.arena_bytes;
-    if (c && c->memory_cap &&
-        (p->arena_bytes > c->memory_cap || p->scratch_bytes > c->memory_cap - p->arena_bytes)) {
-        pf_ir_mem_plan_free(&mp);
-        st = pf_set_error(PF_ERR_NOMEM, "%s: the batch-%lld plan needs %zu B of arena + %zu B of "
-                          "scratch, over the executor's memory_cap of %zu B", name,
-                          (long long)batch, p->arena_bytes, p->scratch_bytes, c->memory_cap);
-        goto fail;
-    }
-    p->ptrs = calloc((size_t)(g->n_values ? g->n_values : 1), sizeof *p->ptrs);
+    /* I/O staging offsets (dtype conversions of the caller's tensors), so
+     * the cap is checked on the whole before anything big is allocated. */
     int n_io = g->n_inputs + g->n_outputs;
     p->stage_off = malloc((size_t)(n_io ? n_io : 1) * sizeof *p->stage_off);
+    p->ptrs = calloc((size_t)(g->n_values ? g->n_values : 1), sizeof *p->ptrs);
+    if (!p->stage_off || !p->ptrs) {
+        pf_ir_mem_plan_free(&mp);
+        st = pf_set_error(PF_ERR_NOMEM, "%s: out of memory for the batch-%lld plan", name,
+                          (long long)batch);
+        goto fail;
+    }
+    size_t off = 0;
+    for (int k = 0; k < n_io; k++) {
+        int v = k < g->n_inputs ? g->inputs[k] : g->outputs[k - g->n_inputs];
+        const pf_ir_value *val = &g->values[v];
+        p->stage_off[k] = SIZE_MAX;
+        if (!may_need_staging(val->dtype)) continue;
+        p->stage_off[k] = off;
+        off += align_up(pf_ir_value_nbytes(val));
+    }
+    p->staging_bytes = off;
+    const size_t cap = c ? c->memory_cap : 0;
+    if (cap && (p->arena_bytes > cap || p->scratch_bytes > cap - p->arena_bytes ||
+                off > cap - p->arena_bytes - p->scratch_bytes)) {
+        pf_ir_mem_plan_free(&mp);
+        st = pf_set_error(PF_ERR_NOMEM, "%s: the batch-%lld plan needs %zu B of arena + %zu B of "
+                          "scratch + %zu B of I/O staging, over the executor's memory_cap of %zu B",
+                          name, (long long)batch, p->arena_bytes, p->scratch_bytes, off, cap);
+        goto fail;
+    }
     p->arena = pf_aligned_alloc(CPU_ALIGN, p->arena_bytes);
     p->scratch = pf_aligned_alloc(CPU_ALIGN, p->scratch_bytes);
-    if (!p->ptrs || !p->stage_off || !p->arena || !p->scratch) {
+    if (!p->arena || !p->scratch) {
         pf_ir_mem_plan_free(&mp);
         st = pf_set_error(PF_ERR_NOMEM, "%s: out of memory for the batch-%lld plan (arena %zu B)",
                           name, (long long)batch, p->arena_bytes);
@@ -176,23 +195,6 @@ static pf_status cpu_plan_create(void *ctx, const pf_ir_graph *g, int64_t batch,
     }
     pf_ir_mem_plan_free(&mp);
 
-    size_t off = 0;
-    for (int k = 0; k < n_io; k++) {
-        int v = k < g->n_inputs ? g->inputs[k] : g->outputs[k - g->n_inputs];
-        const pf_ir_value *val = &g->values[v];
-        p->stage_off[k] = SIZE_MAX;
-        if (!may_need_staging(val->dtype)) continue;
-        p->stage_off[k] = off;
-        off += align_up(pf_ir_value_nbytes(val));
-    }
-    p->staging_bytes = off;
-    if (c && c->memory_cap && off > c->memory_cap - p->arena_bytes - p->scratch_bytes) {
-        st = pf_set_error(PF_ERR_NOMEM, "%s: the batch-%lld plan needs %zu B of I/O staging "
-                          "beside %zu B of arena + scratch, over the executor's memory_cap of "
-                          "%zu B", name, (long long)batch, off,
-                          p->arena_bytes + p->scratch_bytes, c->memory_cap);
-        goto fail;
-    }
     p->staging = pf_aligned_alloc(CPU_ALIGN, off);
     if (!p->staging) {
         st = pf_set_error(PF_ERR_NOMEM, "%s: out of memory for %zu B of I/O staging", name, off);
