@@ -1076,9 +1076,7 @@ static pf_status infer_resize(ctx *c)
     bool pend = false;
     for (int i = 1; i < c->n->n_in; i++) pend = pend || pending_input(c, i);
     if (!known(x) || pend) {
-        set_unknown(c);
-        y->dtype = x->dtype;
-        return PF_OK;
+        return unknown_as(c, x->dtype);
     }
     int r = x->ndim;
     shp o = shape_of(x);
@@ -1091,9 +1089,7 @@ static pf_status infer_resize(ctx *c)
                 return node_err(c->g, c->id, PF_ERR_FORMAT, "scale[%d] = %g", i, a->scale[i]);
             if (o.d[i] == B) {
                 if (a->scale[i] == 1.0) continue;
-                set_unknown(c);
-                y->dtype = x->dtype;
-                return PF_OK;
+                return unknown_as(c, x->dtype);
             }
             /* ONNX: floor(in * scale); the epsilon absorbs scales such as
              * 1/3 given as float that land a hair below an integer. */

@@ -113,6 +113,20 @@ static void unary_range(void *p, int64_t lo, int64_t hi)
     }
 }
 
+/* Clip's bound input k (1 min, 2 max) as one element of dtype t: *out is
+ * its data, or NULL when the bound is absent (the attr applies). */
+static pf_status clip_bound(const pf_nn_cpu_args *a, int k, pf_ir_dtype t, const void **out)
+{
+    *out = NULL;
+    const pf_ir_value *vb = k < a->node->n_in ? a->vin[k] : NULL;
+    if (!vb || !a->in[k]) return PF_OK;
+    if (vb->dtype != t || pf_nd_numel(vb) != 1)
+        return pf_nn_cpu_fail(a, PF_ERR_UNSUPPORTED, "Clip %s '%s' must be one %s value",
+                              k == 1 ? "min" : "max", vb->name, pf_ir_dtype_name(t));
+    *out = a->in[k];
+    return PF_OK;
+}
+
 /* Clip on I64/I32/I8/U8: the bounds are the attrs (constant bounds) or
  * inputs 1 and 2 of the input's type (opset >= 11, computed at run time);
  * an absent bound is the type's limit. */
@@ -129,20 +143,18 @@ static pf_status clip_int(const pf_nn_cpu_args *a, pf_ir_dtype t, int64_t cnt)
         return pf_nn_cpu_fail(a, PF_ERR_UNSUPPORTED, "dtype %s of '%s' is not supported by Clip on the CPU",
                               pf_ir_dtype_name(t), a->vin[0]->name);
     }
-    /* Constant bounds were folded into the attrs (as floats: exact up to
-     * 2^24; ints beyond that need runtime bound inputs). */
+    /* Constant bounds a float holds exactly were folded into the attrs;
+     * others stay inputs (fold.c). */
     const int64_t tmin = lo, tmax = hi;
     const double fa = n->attr.unary.alpha, fb = n->attr.unary.beta;
     if (fa > (double)tmin) lo = fa >= (double)tmax ? tmax : (int64_t)ceil(fa);
     if (fb < (double)tmax) hi = fb <= (double)tmin ? tmin : (int64_t)floor(fb);
-    for (int k = 1; k <= 2 && k < n->n_in; k++) {
-        const pf_ir_value *vb = a->vin[k];
-        if (!vb || !a->in[k]) continue;
-        if (vb->dtype != t || pf_nd_numel(vb) != 1)
-            return pf_nn_cpu_fail(a, PF_ERR_UNSUPPORTED, "Clip %s '%s' must be one %s value",
-                                  k == 1 ? "min" : "max", vb->name, pf_ir_dtype_name(t));
-        if (k == 1) lo = pf_nd_load_i64(a->in[k], t, 0);
-        else hi = pf_nd_load_i64(a->in[k], t, 0);
+    for (int k = 1; k <= 2; k++) {
+        const void *b;
+        pf_status st = clip_bound(a, k, t, &b);
+        if (st != PF_OK) return st;
+        if (b && k == 1) lo = pf_nd_load_i64(b, t, 0);
+        if (b && k == 2) hi = pf_nd_load_i64(b, t, 0);
     }
     for (int64_t i = 0; i < cnt; i++) {
         int64_t v = pf_nd_load_i64(a->in[0], t, i);
@@ -180,14 +192,12 @@ pf_status pf_nn_cpu_unary(const pf_nn_cpu_args *a)
     if (n->op == PF_IR_CLIP) {
         /* opset >= 11 bounds computed at run time arrive as inputs 1, 2 (one
          * element each); absent ones keep the attr's -inf/+inf */
-        for (int k = 1; k <= 2 && k < n->n_in; k++) {
-            const pf_ir_value *vb = a->vin[k];
-            if (!vb || !a->in[k]) continue;
-            if (vb->dtype != PF_IR_F32 || pf_nd_numel(vb) != 1)
-                return pf_nn_cpu_fail(a, PF_ERR_UNSUPPORTED, "Clip %s '%s' must be one F32 value",
-                                      k == 1 ? "min" : "max", vb->name);
-            if (k == 1) j.alpha = *(const float *)a->in[k];
-            else j.beta = *(const float *)a->in[k];
+        for (int k = 1; k <= 2; k++) {
+            const void *b;
+            pf_status st = clip_bound(a, k, PF_IR_F32, &b);
+            if (st != PF_OK) return st;
+            if (b && k == 1) j.alpha = *(const float *)b;
+            if (b && k == 2) j.beta = *(const float *)b;
         }
     }
     pf_nd_parallel_range(a->pool, cnt, 0, unary_range, &j);
