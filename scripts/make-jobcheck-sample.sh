@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Inputs of the GPU job-parity tests (tests/jobs_gpu.sh), into .data/jobcheck/
+# (git-ignored; no binary media in git). Needs the ffmpeg program with libx264
+# and .data/Megamind.avi (scripts/fetch-media.sh).
+#
+#   scripts/make-jobcheck-sample.sh [--force]
+#
+# Writes:
+#   clip.h264  the first 30 frames of Megamind.avi (a face close-up) scaled to
+#              640x360, x264 with 2 B-frames, as an Annex B elementary stream
+#              (NVDEC reads it on the GPU machine, which has no FFmpeg)
+#   clip.y4m   the same stream decoded by ffmpeg (yuv420p, 10 MB): the CPU
+#              side of the comparison sees exactly the frames NVDEC decodes
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "${1:-}" = "--force" ] && rm -rf .data/jobcheck
+dir=.data/jobcheck
+[ -f "$dir/clip.h264" ] && [ -f "$dir/clip.y4m" ] && exit 0
+command -v ffmpeg >/dev/null || { echo "make-jobcheck-sample: needs the ffmpeg program" >&2; exit 1; }
+[ -f .data/Megamind.avi ] || { echo "make-jobcheck-sample: .data/Megamind.avi is missing (scripts/fetch-media.sh)" >&2; exit 1; }
+mkdir -p "$dir"
+ffmpeg -v error -y -i .data/Megamind.avi -frames:v 30 -vf scale=640:360 -an -c:v libx264 \
+  -preset fast -bf 2 -g 15 -pix_fmt yuv420p -bsf:v h264_mp4toannexb -f h264 "$dir/clip.h264.tmp"
+mv "$dir/clip.h264.tmp" "$dir/clip.h264"
+ffmpeg -v error -y -i "$dir/clip.h264" -pix_fmt yuv420p -f yuv4mpegpipe "$dir/clip.y4m.tmp"
+mv "$dir/clip.y4m.tmp" "$dir/clip.y4m"
+echo "make-jobcheck-sample: $dir/clip.h264 $dir/clip.y4m"
