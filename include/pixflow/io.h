@@ -53,6 +53,7 @@
 #define PIXFLOW_IO_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "device.h"
 #include "frame.h"
@@ -316,6 +317,91 @@ PF_API void pf_video_writer_destroy(pf_video_writer **w);
 
 /* Frames written so far. */
 PF_API int64_t pf_video_writer_frame_count(const pf_video_writer *w);
+
+/* Safe output files ----------------------------------------------------------------------
+ *
+ * Every file pixflow writes (video, Y4M, raw, images, masks, JSON, traces,
+ * .npy) goes through this: the bytes are written under a temporary name in
+ * the output's own directory, ".NAME.pftmp-PID-N.EXT" (unique per process and
+ * call, created with O_EXCL; the extension is kept so libraries that choose a
+ * format from the name, like FFmpeg's muxers, still can), then flushed,
+ * fsync'ed and renamed over `path` only when complete, and the directory is
+ * fsync'ed. A failure, a full disk, a crash or a cancelled write therefore
+ * never leaves a truncated file under `path` (whatever was there stays
+ * intact until the rename), and two processes writing the same path leave
+ * one complete file, never a mix. Abort removes the temporary file; only a
+ * crash or SIGKILL can leave one behind (hidden, named as above).
+ *
+ * Written in place (no temporary, no rename): "-" (stdout), and an existing
+ * path that is not a regular file (/dev/null, a FIFO, a character device):
+ * renaming over those would replace the node itself. A symlink to a regular
+ * file is resolved: the target is replaced, the link kept.
+ *
+ *   pf_output *o = NULL;
+ *   if (pf_output_open("out.json", 0, &o) < 0) ...;       // message names the path
+ *   fprintf(pf_output_file(o), "{...}\n");
+ *   if (pf_output_commit(&o) < 0) ...;                      // or pf_output_abort(&o)
+ *
+ * A library that opens files by name (FFmpeg's avio_open) writes to
+ * pf_output_write_path(o) instead, closes its own handle, then commits.
+ *
+ * Threading: a pf_output is used by one thread at a time; distinct outputs
+ * may be opened, written and committed concurrently. */
+
+typedef struct pf_output pf_output;
+
+/* Flags of pf_output_open (or'ed). */
+#define PF_OUTPUT_NO_OVERWRITE 1u  /* never replace an existing file: checked at open
+                                      (PF_ERR_IO "PATH: already exists", before
+                                      anything is written) and again atomically at commit
+                                      (renameat2 RENAME_NOREPLACE, else link + unlink),
+                                      so a file created meanwhile is kept too. Special
+                                      files written in place are not refused */
+
+/* Process-wide policy or'ed into the flags of every pf_output_open (and so of
+ * every writer of this library, e.g. pf_image_write, pf_video_writer,
+ * traces): a program with an "-n, never overwrite" option sets
+ * PF_OUTPUT_NO_OVERWRITE once at start. Default 0. Thread-safe (atomic). */
+PF_API void pf_output_set_default_flags(unsigned flags);
+PF_API unsigned pf_output_default_flags(void);
+
+/* Creates the temporary file for `path` (or opens it in place, see above).
+ * The caller owns *out and must end it with pf_output_commit or
+ * pf_output_abort. Errors: PF_ERR_INVALID (NULL/empty path, a directory),
+ * PF_ERR_IO naming the path (it exists under PF_OUTPUT_NO_OVERWRITE; a
+ * missing or unwritable directory). Thread-safe. */
+PF_API pf_status pf_output_open(const char *path, unsigned flags, pf_output **out);
+
+/* The stdio stream to write to (binary mode; owned by the output: never
+ * fclose it). */
+PF_API FILE *pf_output_file(pf_output *o);
+/* The name the bytes go to now: the temporary path, or `path` itself when
+ * written in place ("-" for stdout). Valid until commit/abort. */
+PF_API const char *pf_output_write_path(const pf_output *o);
+/* The final path (a resolved symlink's target); "-" for stdout. */
+PF_API const char *pf_output_path(const pf_output *o);
+/* True when there is no temporary (stdout, special files). */
+PF_API bool pf_output_in_place(const pf_output *o);
+
+/* Flushes, fsyncs and closes the file, renames it over the final path and
+ * fsyncs the directory. Always frees *o and sets it to NULL (accepts NULL:
+ * PF_OK). On any error (a short write seen now, disk full, "already exists"
+ * under PF_OUTPUT_NO_OVERWRITE: all PF_ERR_IO) the temporary file is removed, the final
+ * path is untouched, and the message names the final path. */
+PF_API pf_status pf_output_commit(pf_output **o);
+/* Closes and removes the temporary file (in place: just closes); the final
+ * path is untouched. Frees *o, sets it to NULL; accepts NULL. */
+PF_API void pf_output_abort(pf_output **o);
+
+/* Writes `size` bytes at `data` as the whole of `path` through the above
+ * (open, write, commit). "-" writes to stdout. Thread-safe. */
+PF_API pf_status pf_output_write_file(const char *path, const void *data, size_t size,
+                                      unsigned flags);
+
+/* Whether `a` and `b` name the same existing file (same device and inode, so
+ * hard links, symlinks and different spellings match); false when either
+ * does not exist. Used to refuse an output that is an input. */
+PF_API bool pf_output_same_file(const char *a, const char *b);
 
 PF_END_DECLS
 

@@ -21,9 +21,16 @@ bool pf_io_has_ext(const char *path, const char *ext);
 
 /* Reads all of `path` into a malloc'd block (*data, *size); the caller frees. */
 pf_status pf_io_read_file(const char *path, uint8_t **data, size_t *size);
-/* Writes `size` bytes to path via "PATH.tmp-PID" + rename, so readers never
- * see a half file; "-" writes to stdout. */
+/* pf_output_write_file(path, data, size, 0): a temporary + rename, so readers
+ * never see a half file; "-" writes to stdout. */
 pf_status pf_io_write_file(const char *path, const void *data, size_t size);
+
+/* Inputs this process is reading (output_file.c): hold(path, true) while a
+ * reader or source has it open, hold(path, false) after (counted, by device
+ * and inode). pf_output_open refuses a held file with PF_ERR_INVALID naming
+ * both paths; pf_io_check_not_input makes that check alone. */
+void pf_io_input_hold(const char *path, bool hold);
+pf_status pf_io_check_not_input(const char *path);
 /* Error for a failed fopen/fwrite: names the path and strerror(errno), and
  * for a missing parent directory says so. */
 pf_status pf_io_errno(const char *what, const char *path, int err);

@@ -101,32 +101,7 @@ pf_status pf_io_read_file(const char *path, uint8_t **data, size_t *size)
 
 pf_status pf_io_write_file(const char *path, const void *data, size_t size)
 {
-    if (pf_io_is_std(path)) {
-        if (fwrite(data, 1, size, stdout) != size || fflush(stdout) != 0)
-            return pf_io_errno("write", "<stdout>", errno);
-        return PF_OK;
-    }
-    char tmp[4200];
-    int len = snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
-    if (len < 0 || (size_t)len >= sizeof tmp)
-        return pf_set_error(PF_ERR_INVALID, "%s: path too long", path);
-    FILE *fp = fopen(tmp, "wb");
-    if (!fp) return pf_io_errno("create", path, errno);
-    bool ok = fwrite(data, 1, size, fp) == size;
-    int err = errno;
-    if (fclose(fp) != 0 && ok) {
-        ok = false;
-        err = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = false;
-        err = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
-        return pf_io_errno("write", path, err);
-    }
-    return PF_OK;
+    return pf_output_write_file(path, data, size, 0);
 }
 
 bool pf_membuf_append(pf_membuf *m, const void *data, size_t n)

@@ -1,5 +1,11 @@
 /* pf_video_writer: Y4M and raw written here, other containers through FFmpeg
- * (video_ffmpeg_enc.c). Timestamps are decided here for all of them (io.h). */
+ * (video_ffmpeg_enc.c). Timestamps are decided here for all of them (io.h).
+ *
+ * Every kind writes through a pf_output (io.h): the file is made under a
+ * temporary name (FFmpeg is handed that name; its extension is kept for the
+ * muxer guess) and renamed over the path by close() only when the trailer
+ * is written and the data is on disk; a writer whose create, write or close
+ * failed removes its temporary instead, leaving the path untouched. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +23,8 @@ struct pf_video_writer {
     dst_kind kind;
     char *name;
     char *path;
-    FILE *fp;
-    bool own_fp;
+    pf_output *out;             /* NULL for FFmpeg patterns ("img%03d.png") */
+    FILE *fp;                   /* pf_output_file(out) for Y4M and raw */
     pf_ffenc *ff;
     int width, height;
     pf_rational fps;
@@ -64,21 +70,15 @@ static dst_kind pick_kind(const pf_video_writer_params *p)
     return DST_FFMPEG;
 }
 
-static pf_status open_file(pf_video_writer *w, const char *path)
+static pf_status open_file(pf_video_writer *w)
 {
-    if (pf_io_is_std(path)) {
-        w->fp = stdout;
-        return PF_OK;
-    }
-    w->fp = fopen(path, "wb");
-    if (!w->fp) return pf_io_errno("create", path, errno);
-    w->own_fp = true;
+    w->fp = pf_output_file(w->out);
     return PF_OK;
 }
 
 static pf_status open_y4m(pf_video_writer *w)
 {
-    pf_status st = open_file(w, w->path);
+    pf_status st = open_file(w);
     if (st != PF_OK) return st;
     w->y4m_format = w->input_format == PF_PIXFMT_GRAY8 ? PF_PIXFMT_GRAY8 : PF_PIXFMT_I420;
     if (w->input_format != w->y4m_format) {
@@ -125,18 +125,22 @@ pf_status pf_video_writer_create(const pf_video_writer_params *p, pf_video_write
     w->last_pts = -1;
     w->kind = pick_kind(p);
     pf_status st = w->name && w->path ? PF_OK : pf_set_error(PF_ERR_NOMEM, "out of host memory");
+    /* FFmpeg's image2 muxer writes one file per frame itself ('%' pattern). */
+    bool pattern = w->kind == DST_FFMPEG && strchr(p->path, '%');
+    if (st == PF_OK && !pattern) st = pf_output_open(p->path, 0, &w->out);
     if (st == PF_OK) {
+        pf_video_writer_params fp = *p;
+        if (w->out && !pf_io_is_std(p->path)) fp.path = pf_output_write_path(w->out);
         switch (w->kind) {
         case DST_Y4M: st = open_y4m(w); break;
-        case DST_RAW: st = open_file(w, w->path); break;
-        case DST_FFMPEG: st = pf_ffenc_open(p, w->name, &w->ff); break;
+        case DST_RAW: st = open_file(w); break;
+        case DST_FFMPEG: st = pf_ffenc_open(&fp, w->name, &w->ff); break;
         }
     }
     if (st != PF_OK) {
-        bool made_file = w->own_fp;
         w->closed = true;
-        pf_video_writer_destroy(&w);
-        if (made_file) unlink(p->path);
+        w->failed = st;
+        pf_video_writer_destroy(&w); /* removes the temporary; path untouched */
         return st;
     }
     *out = w;
@@ -216,14 +220,14 @@ pf_status pf_video_writer_close(pf_video_writer *w)
     if (w->closed) return w->failed;
     w->closed = true;
     pf_status st = PF_OK;
-    if (w->ff) {
-        st = pf_ffenc_finish(w->ff);
-    } else if (w->fp) {
-        if (fflush(w->fp) != 0) st = pf_io_errno("write", w->name, errno);
-        if (w->own_fp && fclose(w->fp) != 0 && st == PF_OK) st = pf_io_errno("write", w->name, errno);
-        w->fp = NULL;
-    }
+    if (w->ff) st = pf_ffenc_finish(w->ff);
+    w->fp = NULL;
     if (w->failed == PF_OK) w->failed = st;
+    /* Only a complete file gets the final name. */
+    if (w->failed == PF_OK)
+        w->failed = pf_output_commit(&w->out);
+    else
+        pf_output_abort(&w->out);
     return w->failed;
 }
 
@@ -234,8 +238,8 @@ void pf_video_writer_destroy(pf_video_writer **pw)
     *pw = NULL;
     if (!w->closed && pf_video_writer_close(w) != PF_OK)
         PF_LOGE("pf_video_writer_destroy: %s", pf_last_error());
-    if (w->own_fp && w->fp) fclose(w->fp);
     pf_ffenc_free(&w->ff);
+    pf_output_abort(&w->out); /* only left after a failed create */
     pf_frame_unref(&w->scratch);
     pf_ops_destroy(&w->ops);
     pf_stream_destroy(&w->stream);

@@ -14,8 +14,10 @@
 #include <glob.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../core/error.h"
+#include "../io/io_impl.h"
 #include "builtin_io.h"
 #include "frame_pool.h"
 #include "pixflow/io.h"
@@ -40,12 +42,14 @@ typedef struct vsrc {
     int32_t source;
     int64_t seq;
     pf_video_reader *r;
+    bool r_held;               /* path is held as an input (no output may replace it) */
 } vsrc;
 
 static void vsrc_free(bi_stage *b)
 {
     vsrc *s = (vsrc *)b;
     pf_video_reader_destroy(&s->r);
+    if (s->r_held) pf_io_input_hold(s->path, false);
     free(s->path);
     free(s->container);
 }
@@ -116,6 +120,10 @@ pf_status bi_video_source_create(bi_args *a, pf_stage_desc *d)
         st = pf_video_reader_create(&s->rp, &s->r);
         if (st != PF_OK) st = bi_error(a, "path", "%s", pf_last_error());
     }
+    if (st == PF_OK) {
+        pf_io_input_hold(s->path, true);
+        s->r_held = true;
+    }
     return bi_create_end(s, d, st);
 }
 
@@ -138,11 +146,13 @@ typedef struct isrc {
     int next;
     int64_t seq;
     bool warned;
+    int num_held;              /* files[0..num_held) are held as inputs */
 } isrc;
 
 static void isrc_free(bi_stage *b)
 {
     isrc *s = (isrc *)b;
+    for (int i = 0; i < s->num_held; i++) pf_io_input_hold(s->files[i], false);
     for (int i = 0; i < s->num_files; i++) free(s->files[i]);
     free(s->files);
     pf_frame_pool_destroy(&s->pool);
@@ -331,8 +341,30 @@ pf_status bi_image_source_create(bi_args *a, pf_stage_desc *d)
         d->fps = fps;
         d->max_items = count;
         io_domain(&s->base, d, s->memory);
+        /* No sink of this process may replace an image still to be read. */
+        for (; s->num_held < s->num_files; s->num_held++)
+            pf_io_input_hold(s->files[s->num_held], true);
     }
     return bi_create_end(s, d, st);
+}
+
+/* Sinks ---------------------------------------------------------------------------------- */
+
+/* A sink's file is opened at its first item; refuse now (at load) what would
+ * be refused then: an output that is a source's input (held by the sources
+ * made before it; pf_output_open checks again), or one that exists under
+ * a never-overwrite policy (enforced again, atomically, at commit). */
+static pf_status check_output(bi_args *a, const char *path)
+{
+    if (pf_io_check_not_input(path) != PF_OK) {
+        char msg[1024]; /* bi_error formats into the error buffer: copy it first */
+        snprintf(msg, sizeof msg, "%s", pf_last_error());
+        return bi_error(a, "path", "%s", msg);
+    }
+    if ((pf_output_default_flags() & PF_OUTPUT_NO_OVERWRITE) && !pf_io_is_std(path) &&
+        access(path, F_OK) == 0)
+        return bi_error(a, "path", "%s: already exists (not overwritten: -n)", path);
+    return PF_OK;
 }
 
 /* io.video_sink -------------------------------------------------------------------------- */
@@ -451,6 +483,7 @@ pf_status bi_video_sink_create(bi_args *a, pf_stage_desc *d)
             s->wp.fps = (pf_rational){(int32_t)(fps * 1000 + 0.5), 1000};
         if (!s->path) st = pf_set_error(PF_ERR_NOMEM, "io.video_sink: out of host memory");
     }
+    if (st == PF_OK) st = check_output(a, path);
     return bi_create_end(s, d, st);
 }
 
@@ -534,6 +567,7 @@ pf_status bi_image_sink_create(bi_args *a, pf_stage_desc *d)
     if (st == PF_OK && fmt == 0 && !strstr(path, ".png") && !strstr(path, ".jp") &&
         !strstr(path, ".PNG") && !strstr(path, ".JP"))
         st = bi_error(a, "path", "path '%s': no .png/.jpg extension; set 'format'", path);
+    if (st == PF_OK && !strchr(path, '{')) st = check_output(a, path);
     if (st == PF_OK) {
         s->pattern = strdup(path);
         s->wp.format = (pf_image_format)fmt;

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "pixflow/io.h"
 #include "device/backend.h"
 #include "prof/trace_impl.h"
 
@@ -421,7 +422,6 @@ static void tracer_free(pf_tracer *t)
     for (int i = 0; i < n; i++) free(t->tracks[i].name);
     pf_aligned_free(t->slots);
     free(t->path);
-    free(t->tmp_path);
     free(t->process_name);
     pf_mutex_destroy(&t->track_lock);
     pf_mutex_destroy(&t->flush_lock);
@@ -463,19 +463,15 @@ pf_status pf_tracer_create(const pf_tracer_params *p, pf_tracer **out)
     t->counter_period_ms = p->counter_period_ms;
     t->gpu = p->gpu;
     t->path = strdup(p->path);
-    size_t plen = strlen(p->path);
-    t->tmp_path = malloc(plen + 5);
     t->process_name = strdup(p->process_name && p->process_name[0] ? p->process_name : "pixflow");
     t->slots = pf_aligned_alloc(64, max_events * sizeof(pf_trace_slot));
-    if (!t->path || !t->tmp_path || !t->process_name || !t->slots) {
+    if (!t->path || !t->process_name || !t->slots) {
         char b[32];
         tracer_free(t);
         return pf_set_error(PF_ERR_NOMEM,
                             "pf_tracer_create: out of host memory for %zu events (%s)", max_events,
                             pf_fmt_bytes(b, sizeof b, max_events * sizeof(pf_trace_slot)));
     }
-    memcpy(t->tmp_path, p->path, plen);
-    memcpy(t->tmp_path + plen, ".tmp", 5);
     /* Touch every page now: a first-touch page fault inside a recording call
      * would cost microseconds in the traced code. */
     memset(t->slots, 0, max_events * sizeof(pf_trace_slot));
@@ -483,15 +479,14 @@ pf_status pf_tracer_create(const pf_tracer_params *p, pf_tracer **out)
     /* Fail now, not at the end of a long run, if the file cannot be written
      * (not probed for a path written in place: opening a FIFO would block). */
     if (!pf_trace_writes_in_place(t->path)) {
-        FILE *f = fopen(t->tmp_path, "w");
-        if (!f) {
-            pf_status st = pf_set_error(PF_ERR_IO, "pf_tracer_create: cannot write '%s': %s",
-                                        t->tmp_path, strerror(errno));
+        pf_output *probe = NULL;
+        if (pf_output_open(t->path, 0, &probe) != PF_OK) {
+            char msg[1024]; /* pf_set_error formats into the error buffer: copy it */
+            snprintf(msg, sizeof msg, "%s", pf_last_error());
             tracer_free(t);
-            return st;
+            return pf_set_error(PF_ERR_IO, "pf_tracer_create: %s", msg);
         }
-        fclose(f);
-        remove(t->tmp_path);
+        pf_output_abort(&probe);
     }
 
     t->origin_ns = pf_time_ns();

@@ -64,7 +64,6 @@ typedef struct pf_trace_calib {
 
 struct pf_tracer {
     char *path;
-    char *tmp_path;         /* path + ".tmp": written, then renamed over path */
     char *process_name;
     size_t max_events;
     pf_trace_slot *slots;
@@ -109,7 +108,8 @@ pf_status pf_trace_resolve_gpu(pf_tracer *t, pf_event *ev0, pf_event *ev1, int c
                                bool wait, int64_t *t0, int64_t *t1);
 
 /* Whether `path` exists and is not a plain file (a symlink, FIFO or device):
- * then it is written directly instead of through path.tmp and a rename. */
+ * then it is not probed at create (opening a FIFO would block). Writing goes
+ * through pf_output (pixflow/io.h), which writes such paths in place. */
 bool pf_trace_writes_in_place(const char *path);
 
 /* Writes the whole trace to t->path (caller holds flush_lock). */

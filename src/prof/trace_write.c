@@ -14,7 +14,7 @@
  *   slice. chrome://tracing reads the same fields.
  * - Output goes through a 64 KiB buffer with hand-written number
  *   formatting (a trace has millions of numbers; printf would dominate) to a
- *   FILE* on path.tmp, which is renamed over path when complete: readers
+ *   pf_output (a temporary beside path, renamed over it when complete): readers
  *   see the previous complete trace or the new one, never half a file.
  * - Strings are escaped for JSON and validated as UTF-8 (invalid bytes
  *   become U+FFFD); DEL is escaped too because Perfetto's tokenizer rejects
@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "pixflow/io.h"
 #include "prof/trace_impl.h"
 
 #define CPU_PID 1
@@ -514,20 +515,20 @@ pf_status pf_trace_write(pf_tracer *t)
         return pf_set_error(PF_ERR_NOMEM, "pf_tracer_flush: out of host memory linking flows");
     }
 
-    /* A path that is not a plain file (a symlink such as /dev/stdout, a
-     * FIFO, a device) is written in place: renaming over it would replace
-     * the link or node itself. */
-    const char *target = pf_trace_writes_in_place(t->path) ? t->path : t->tmp_path;
-    o->f = fopen(target, "w");
+    /* pf_output: a temporary renamed over the path when complete; a path
+     * that is not a plain file (/dev/stdout, a FIFO, a device) in place. */
+    pf_output *dst = NULL;
+    pf_status ost = pf_output_open(t->path, 0, &dst);
+    o->f = dst ? pf_output_file(dst) : NULL;
     o->len = 0;
     o->err = false;
-    if (!o->f) {
-        pf_status st = pf_set_error(PF_ERR_IO, "pf_tracer_flush: cannot write '%s': %s", target,
-                                    strerror(errno));
+    if (ost != PF_OK) {
+        char msg[1024]; /* pf_set_error formats into the error buffer: copy it */
+        snprintf(msg, sizeof msg, "%s", pf_last_error());
         free(ready);
         free(roles);
         free(o);
-        return st;
+        return pf_set_error(PF_ERR_IO, "pf_tracer_flush: %s", msg);
     }
 
     int ntracks = atomic_load_explicit(&t->track_count, memory_order_acquire);
@@ -588,21 +589,18 @@ pf_status pf_trace_write(pf_tracer *t)
     out_flush(o);
 
     bool err = o->err || ferror(o->f);
-    int close_rc = fclose(o->f);
-    int saved = errno;
     free(ready);
     free(roles);
     free(o);
-    if (err || close_rc != 0) {
-        if (target == t->tmp_path) remove(t->tmp_path);
-        return pf_set_error(PF_ERR_IO, "pf_tracer_flush: writing '%s' failed: %s", target,
-                            strerror(err && !close_rc ? EIO : saved));
+    if (err) {
+        pf_output_abort(&dst);
+        return pf_set_error(PF_ERR_IO, "pf_tracer_flush: writing '%s' failed: %s", t->path,
+                            strerror(EIO));
     }
-    if (target == t->tmp_path && rename(t->tmp_path, t->path) != 0) {
-        saved = errno;
-        remove(t->tmp_path);
-        return pf_set_error(PF_ERR_IO, "pf_tracer_flush: cannot rename '%s' to '%s': %s",
-                            t->tmp_path, t->path, strerror(saved));
+    if (pf_output_commit(&dst) != PF_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", pf_last_error());
+        return pf_set_error(PF_ERR_IO, "pf_tracer_flush: %s", msg);
     }
     return PF_OK;
 }

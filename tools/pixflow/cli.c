@@ -5,10 +5,15 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pixflow/io.h"
 
 /* Options ----------------------------------------------------------------------------- */
 
@@ -54,6 +59,10 @@ bool cli_parse(const char *cmd, const cli_option *opts, int argc, char **argv, c
         int idx = -1;
         if (strcmp(arg, "-h") == 0) {
             idx = cli_option_index(opts, "help");
+        } else if (strcmp(arg, "-y") == 0) {
+            idx = cli_option_index(opts, "overwrite");
+        } else if (strcmp(arg, "-n") == 0) {
+            idx = cli_option_index(opts, "no-overwrite");
         } else if (arg[1] == '-') {
             idx = match_long(opts, arg, &eq);
         }
@@ -326,9 +335,19 @@ static volatile sig_atomic_t g_interrupted;
 static void on_signal(int sig)
 {
     (void)sig;
-    g_interrupted = 1;
-    void (*fn)(void *) = g_cancel;
-    if (fn) fn(g_cancel_arg);
+    int saved = errno;
+    if (!g_interrupted) {
+        g_interrupted = 1;
+        void (*fn)(void *) = g_cancel;
+        if (fn) fn(g_cancel_arg);
+    } else {
+        /* write(2) is async-signal-safe; stdio is not. */
+        static const char msg[] = "\npixflow: already stopping: finishing the outputs and the "
+                                  "summary (SIGKILL to abandon them)\n";
+        ssize_t rc = write(STDERR_FILENO, msg, sizeof msg - 1);
+        (void)rc;
+    }
+    errno = saved;
 }
 
 static void set_handlers(void (*handler)(int), int flags)
@@ -347,14 +366,121 @@ void cli_signals_install(void (*cancel)(void *arg), void *arg)
     g_interrupted = 0;
     g_cancel_arg = arg;
     g_cancel = cancel;
-    set_handlers(on_signal, SA_RESETHAND); /* a second signal kills */
+    /* No SA_RESETHAND: a second signal must not kill the process while it
+     * writes a video's trailer and renames its outputs into place. */
+    set_handlers(on_signal, 0);
 }
 
 void cli_signals_restore(void)
 {
-    set_handlers(SIG_DFL, 0);
+    /* The handler stays (outputs are finalized after the wait returns):
+     * without a cancel function it only marks and acknowledges. */
     g_cancel = NULL;
     g_cancel_arg = NULL;
 }
 
 bool cli_interrupted(void) { return g_interrupted != 0; }
+
+/* Outputs ---------------------------------------------------------------------------------- */
+
+bool cli_overwrite_setup(const char *cmd, const cli_option *opts, const cli_args *a)
+{
+    bool yes = cli_flag(opts, a, "overwrite"), no = cli_flag(opts, a, "no-overwrite");
+    if (yes && no) {
+        fprintf(stderr, "pixflow %s: -y (overwrite) and -n (never overwrite) contradict each "
+                        "other (see 'pixflow %s --help')\n", cmd, cmd);
+        return false;
+    }
+    pf_output_set_default_flags(no ? PF_OUTPUT_NO_OVERWRITE : 0);
+    return true;
+}
+
+bool cli_output_may_write(const char *cmd, const char *path)
+{
+    if (!(pf_output_default_flags() & PF_OUTPUT_NO_OVERWRITE) || !path || !strcmp(path, "-"))
+        return true;
+    struct stat sb;
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return true;
+    fprintf(stderr, "pixflow %s: %s: already exists (not overwritten: -n; -y overwrites)\n", cmd,
+            path);
+    return false;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    const cli_file_id *x = a, *y = b;
+    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
+    return (x->tag > y->tag) - (x->tag < y->tag);
+}
+
+bool cli_file_set_add(cli_file_set *s, const char *path, int tag)
+{
+    struct stat sb;
+    if (!path || !strcmp(path, "-") || stat(path, &sb) != 0) return true;
+    if (s->count == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 64;
+        cli_file_id *grown = realloc(s->ids, (size_t)cap * sizeof *grown);
+        if (!grown) return false;
+        s->ids = grown;
+        s->cap = cap;
+    }
+    s->ids[s->count++] = (cli_file_id){(unsigned long long)sb.st_dev,
+                                       (unsigned long long)sb.st_ino, tag};
+    s->sorted = false;
+    return true;
+}
+
+int cli_file_set_find(cli_file_set *s, const char *path)
+{
+    struct stat sb;
+    if (!s->count || !path || !strcmp(path, "-") || stat(path, &sb) != 0) return -1;
+    if (!s->sorted) {
+        qsort(s->ids, (size_t)s->count, sizeof *s->ids, cmp_id);
+        s->sorted = true;
+    }
+    cli_file_id key = {(unsigned long long)sb.st_dev, (unsigned long long)sb.st_ino, INT_MIN};
+    int lo = 0, hi = s->count; /* first id >= key */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (cmp_id(&s->ids[mid], &key) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < s->count && s->ids[lo].dev == key.dev && s->ids[lo].ino == key.ino)
+        return s->ids[lo].tag;
+    return -1;
+}
+
+void cli_file_set_free(cli_file_set *s)
+{
+    free(s->ids);
+    memset(s, 0, sizeof *s);
+}
+
+typedef struct key_ref {
+    const char *key;
+    int index;
+} key_ref;
+
+static int cmp_key(const void *a, const void *b)
+{
+    const key_ref *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+bool cli_find_same(const char *const *keys, int n, int *first_of)
+{
+    if (n <= 0) return true;
+    key_ref *r = malloc((size_t)n * sizeof *r);
+    if (!r) return false;
+    for (int i = 0; i < n; i++) r[i] = (key_ref){keys[i], i};
+    qsort(r, (size_t)n, sizeof *r, cmp_key);
+    for (int i = 0; i < n; i++)
+        first_of[r[i].index] = i > 0 && !strcmp(r[i].key, r[i - 1].key)
+                                   ? (first_of[r[i - 1].index] >= 0 ? first_of[r[i - 1].index]
+                                                                    : r[i - 1].index)
+                                   : -1;
+    free(r);
+    return true;
+}

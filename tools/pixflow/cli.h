@@ -107,11 +107,59 @@ const char *cli_fmt_bytes(char *buf, size_t size, uint64_t bytes);
 
 /* Ctrl-C (SIGINT) and SIGTERM during a long job: the first signal sets the
  * interrupted flag and calls cancel(arg), which must be async-signal-safe
- * (pf_pipeline_cancel_async is); the handler then resets itself, so a
- * second signal kills the process. cli_signals_restore() puts the default
- * handlers back and forgets cancel/arg. One job at a time. */
+ * (pf_pipeline_cancel_async is). Later signals (a second Ctrl-C, GNU
+ * timeout's signal to the child and then to its process group) are
+ * acknowledged on stderr and do not kill: the job is finishing its outputs
+ * (a video's trailer, the rename into place) and printing its summary.
+ * SIGKILL still ends it. cli_signals_restore() forgets cancel/arg but keeps
+ * acknowledging, since outputs are finalized after the wait returns; the
+ * process exits soon after. One job at a time. */
 void cli_signals_install(void (*cancel)(void *arg), void *arg);
 void cli_signals_restore(void);
 bool cli_interrupted(void);
+
+/* Outputs -------------------------------------------------------------------------------
+ *
+ * Overwrite control like ffmpeg's: -y overwrites without asking, -n never
+ * overwrites (an existing output is an error naming it, checked before work
+ * starts and again atomically when each output is renamed into place);
+ * neither keeps the default, overwrite. cli_parse maps "-y" to --overwrite
+ * and "-n" to --no-overwrite when the table has them: put CLI_OVERWRITE_OPTIONS
+ * in a command's option table. */
+#define CLI_OVERWRITE_OPTIONS \
+    {"overwrite", NULL, "(-y) overwrite existing outputs without asking (the default)"}, \
+    {"no-overwrite", NULL, "(-n) never overwrite an existing output: exit with an error"}
+
+/* Applies -y/-n (pf_output_set_default_flags for -n). False, with a usage
+ * message, when both are given. */
+bool cli_overwrite_setup(const char *cmd, const cli_option *opts, const cli_args *a);
+/* With -n: false, printing "pixflow CMD: PATH: already exists", when `path`
+ * exists ("-" and special files such as /dev/null are always writable). */
+bool cli_output_may_write(const char *cmd, const char *path);
+
+/* A set of existing files by device and inode, to refuse an output that is an
+ * input whatever its spelling (hard links, symlinks, ./a vs a). */
+typedef struct cli_file_id {
+    unsigned long long dev, ino;
+    int tag;               /* the caller's index of the file */
+} cli_file_id;
+
+typedef struct cli_file_set {
+    cli_file_id *ids;
+    int count, cap;
+    bool sorted;
+} cli_file_set;
+
+/* Adds `path` with `tag` (skips "-" and paths that do not exist). False on
+ * out of memory. */
+bool cli_file_set_add(cli_file_set *s, const char *path, int tag);
+/* The tag of the file `path` names, or -1 (also when it does not exist). */
+int cli_file_set_find(cli_file_set *s, const char *path);
+void cli_file_set_free(cli_file_set *s);
+
+/* For each of n keys, first_of[i] = the smallest j < i with the same key
+ * (strcmp), else -1. O(n log n). False on out of memory. Used to refuse (or
+ * skip) inputs whose outputs would land on the same file. */
+bool cli_find_same(const char *const *keys, int n, int *first_of);
 
 #endif

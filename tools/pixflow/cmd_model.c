@@ -251,6 +251,7 @@ static const cli_option run_options[] = {
     {"device", "SPEC", "cpu (default) or cuda:N"},
     {"precision", "P", "fp32 (default) or fp16 (CUDA only)"},
     {"json", NULL, "print one JSON object (keys listed in cmd_model.c)"},
+    CLI_OVERWRITE_OPTIONS,
     {"help", NULL, "show this help"},
     {NULL, NULL, NULL},
 };
@@ -263,7 +264,10 @@ static void run_usage(FILE *f)
                "i4, i8, u1, b1; i8 is converted to i32 when every value fits) and writes each\n"
                "output as DIR/<name>.npy. Names are escaped for the file system: bytes outside\n"
                "[A-Za-z0-9._-] become %%XX (uppercase hex), e.g. 'out/prob:0' -> out%%2Fprob%%3A0.npy.\n"
-               "The batch size is taken from the inputs.\n\n"
+               "The batch size is taken from the inputs. Existing .npy files are overwritten\n"
+               "(the default, or -y) unless -n is given; each is written under a temporary\n"
+               "name and renamed when complete; an output that is an input (or the model) is\n"
+               "refused before the model runs.\n\n"
                "options:\n");
     cli_print_options(f, run_options);
 }
@@ -392,6 +396,34 @@ static int run_fail(run_state *r, const char *what)
     return CLI_EXIT_FAIL;
 }
 
+/* Before running: no output DIR/<name>.npy may be an input file or the model
+ * (same device and inode: hard links and symlinks too), and with -n none may
+ * exist. */
+static bool check_outputs(const run_state *r, const char *outdir, const char *model,
+                          const char *const *files, int nfiles)
+{
+    cli_file_set set = {0};
+    bool ok = true;
+    for (int k = 0; ok && k < nfiles; k++) ok = cli_file_set_add(&set, files[k], k);
+    if (ok) ok = cli_file_set_add(&set, model, nfiles);
+    if (!ok) fprintf(stderr, "pixflow model run: out of memory\n");
+    for (int i = 0; ok && i < r->nout; i++) {
+        char esc[1024], file[2048];
+        escape_name(pf_model_output(r->m, i).name, esc, sizeof esc);
+        snprintf(file, sizeof file, "%s/%s.npy", outdir, esc);
+        int t = cli_file_set_find(&set, file);
+        if (t >= 0) {
+            fprintf(stderr, "pixflow model run: output %s is the %s %s (the same file): writing "
+                            "it would destroy it; choose another --output-dir\n", file,
+                    t < nfiles ? "input" : "model", t < nfiles ? files[t] : model);
+            ok = false;
+        }
+        if (ok) ok = cli_output_may_write("model run", file);
+    }
+    cli_file_set_free(&set);
+    return ok;
+}
+
 static int cmd_run_model(int argc, char **argv)
 {
     /* --input repeats, which cli_parse does not keep: collect them first. */
@@ -441,6 +473,7 @@ static int cmd_run_model(int argc, char **argv)
         fprintf(stderr, "pixflow model run: --precision: expected fp32 or fp16\n");
         return CLI_EXIT_USAGE;
     }
+    if (!cli_overwrite_setup("model run", run_options, &a)) return CLI_EXIT_USAGE;
     bool json = cli_flag(run_options, &a, "json");
     const char *path = a.positional[0];
     const char *spec = cli_value(run_options, &a, "device");
@@ -458,6 +491,7 @@ static int cmd_run_model(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     bool given[MAX_RUN_INPUTS] = {false};
+    const char *files[MAX_RUN_INPUTS];
     for (int k = 0; k < n_inputs; k++) {
         const char *eq = strchr(inputs[k], '=');
         char name[512];
@@ -492,6 +526,7 @@ static int cmd_run_model(int argc, char **argv)
             return CLI_EXIT_USAGE;
         }
         given[idx] = true;
+        files[k] = file;
         npy_array arr;
         char err[512];
         if (!npy_read_file(file, &arr, err, sizeof err)) {
@@ -513,6 +548,11 @@ static int cmd_run_model(int argc, char **argv)
             run_state_free(&r);
             return CLI_EXIT_USAGE;
         }
+
+    if (!check_outputs(&r, outdir, path, files, n_inputs)) {
+        run_state_free(&r);
+        return CLI_EXIT_FAIL;
+    }
 
     /* The batch: from the inputs' symbolic dims. */
     int64_t batch = 1;

@@ -7,7 +7,8 @@
  * second on a terminal, a plain line every second otherwise) so that stdout
  * carries only the summary or the JSON document. SIGINT/SIGTERM stop taking
  * new inputs; what is decoded is finished and the summary printed (exit
- * 130). A second signal kills the process. */
+ * 130). A second signal is acknowledged and does not cut the files being
+ * written (cli_signals_install). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -148,7 +149,7 @@ int cmd_reproject(int argc, char **argv)
         rp_config_free(&cfg);
         return CLI_EXIT_FAIL;
     }
-    rc = run_job(&cfg, &in, dev);
+    rc = rp_check_outputs(&in, &cfg) ? run_job(&cfg, &in, dev) : CLI_EXIT_FAIL;
     rp_inputs_free(&in);
     rp_config_free(&cfg);
     return rc;

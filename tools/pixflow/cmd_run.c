@@ -6,7 +6,8 @@
  * about 4 times a second; otherwise a plain line every second. SIGINT and
  * SIGTERM cancel the pipeline through the async-signal-safe
  * pf_pipeline_cancel_async(); the statistics gathered so far are still
- * printed. A second signal kills the process (the default action is back).
+ * printed. A second signal is acknowledged and does not cut the outputs the
+ * sinks are finishing (cli_signals_install).
  *
  * JSON output: the document pf_pipeline_write_stats_json() writes (its keys
  * are documented with it), unchanged. */
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "pixflow/io.h"
 #include "pixflow/pixflow.h"
 
 /* Exit status after an interrupt (128 + SIGINT, what shells report). */
@@ -32,6 +34,7 @@ static const cli_option run_options[] = {
     {"mode", "MODE", "latency, throughput or custom (overrides the file's 'mode')"},
     {"count", "N", "every source stops after N items (overrides 'count' in the file)"},
     {"quiet", NULL, "no progress line"},
+    CLI_OVERWRITE_OPTIONS,
     {"help", NULL, "show this help"},
     {NULL, NULL, NULL},
 };
@@ -40,11 +43,15 @@ static void run_usage(FILE *f)
 {
     fprintf(f, "usage: pixflow run PIPELINE.yaml [--json] [--trace FILE [--trace-counters MS]]\n"
                "                    [--device SPEC]\n"
-               "                    [--mode latency|throughput|custom] [--count N] [--quiet]\n\n"
+               "                    [--mode latency|throughput|custom] [--count N] [--quiet]\n"
+               "                    [-y | -n]\n\n"
                "Builds the pipeline described in PIPELINE.yaml (format: docs/pipeline-yaml.md),\n"
                "runs it until its sources end, showing items per second on stderr, and prints\n"
                "per-stage and per-edge statistics. Ctrl-C stops it early and still prints the\n"
-               "statistics so far.\n\n"
+               "statistics so far; a second Ctrl-C does not cut the outputs being finished.\n"
+               "Sinks overwrite existing files (the default, or -y) unless -n is given; every\n"
+               "file is written under a temporary name and renamed when complete; a sink whose\n"
+               "file is a source's input is refused when the file is loaded.\n\n"
                "options:\n");
     cli_print_options(f, run_options);
     fprintf(f, "\nstage types:");
@@ -128,6 +135,7 @@ int cmd_run(int argc, char **argv)
                    : usage_error("unexpected argument '%s'; one pipeline file per run",
                                  a.positional[1]);
     const char *path = a.positional[0];
+    if (!cli_overwrite_setup("run", run_options, &a)) return CLI_EXIT_USAGE;
     bool json = cli_flag(run_options, &a, "json");
     bool quiet = cli_flag(run_options, &a, "quiet");
 
@@ -170,6 +178,12 @@ int cmd_run(int argc, char **argv)
         yp.device = device;
     }
 
+    if (yp.trace_path && !cli_output_may_write("run", yp.trace_path)) return CLI_EXIT_FAIL;
+    if (yp.trace_path && pf_output_same_file(yp.trace_path, path)) {
+        fprintf(stderr, "pixflow run: --trace %s is the pipeline file %s (the same file): "
+                        "writing it would destroy it\n", yp.trace_path, path);
+        return CLI_EXIT_FAIL;
+    }
     pf_pipeline *p = NULL;
     pf_status st = pf_pipeline_create_from_yaml(&yp, &p);
     if (st != PF_OK) {

@@ -42,6 +42,8 @@ static const cli_option seg_options[] = {
     {"stats", NULL, "print the per-stage breakdown (items/s, busy, time per call, batch)"},
     {"json", NULL, "print the summary as one JSON object"},
     {"quiet", NULL, "no progress"},
+    /* overwrite control (-y / -n) */
+    CLI_OVERWRITE_OPTIONS,
     {"help", NULL, "show this help"},
     {NULL, NULL, NULL},
 };
@@ -52,7 +54,7 @@ static void seg_usage(FILE *f)
             "usage: pixflow segment INPUT... [-o OUTPUT] [--background blur|#RRGGBB|IMAGE|none]\n"
             "                       [--mask-out PATH] [--alpha] [--model MODEL] [--device SPEC]\n"
             "                       [--batch N | --latency] [--trace FILE] [--stats] [--json]\n"
-            "                       [--quiet]\n\n"
+            "                       [--quiet] [-y | -n]\n\n"
             "Finds the people in a video or images and replaces the background.\n"
             "INPUT: a video file (Y4M; other containers when built with FFmpeg), '-' for Y4M\n"
             "on stdin, an image (PNG/JPEG), a directory of images, or a glob ('shots/*.jpg').\n"
@@ -66,6 +68,12 @@ static void seg_usage(FILE *f)
             "chain use '-o null': every frame is still decoded, segmented and composited,\n"
             "then dropped (masks are still written with --mask-out). --latency runs batch\n"
             "1 with one frame in flight; its p50/p99 are decode -> composite done.\n\n"
+            "Outputs: an existing output is overwritten (the default, or -y) unless -n is\n"
+            "given. Every file is written under a temporary name beside it and renamed into\n"
+            "place when complete, so a failure or an interrupt never leaves half a file; an\n"
+            "output that is an input (the same file, however named) or two inputs whose\n"
+            "outputs share a name are refused before anything is written. Ctrl-C stops early\n"
+            "and still finishes the video written so far; a second Ctrl-C does not cut it.\n\n"
             "options:\n");
     cli_print_options(f, seg_options);
     fprintf(f, "\nexit status: 0 all done; 1 a failure, or some images could not be read or\n"
@@ -122,6 +130,7 @@ static int parse_background(seg_job *job, const char *v)
         return CLI_EXIT_FAIL;
     }
     job->bg = SEG_BG_IMAGE;
+    job->bg_path = v;
     return CLI_EXIT_OK;
 }
 
@@ -134,6 +143,49 @@ static char **alias_short_output(int argc, char **argv)
     for (int i = 0; i < argc; i++) copy[i] = !strcmp(argv[i], "-o") ? long_output : argv[i];
     copy[argc] = NULL;
     return copy;
+}
+
+/* "[1, 896, 16]" */
+static void shape_str(const pf_model_io *io, char *buf, size_t size)
+{
+    size_t k = (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < io->ndim && k < size; d++)
+        k += (size_t)snprintf(buf + k, size - k, "%s%lld", d ? ", " : "", (long long)io->shape[d]);
+    if (k < size) snprintf(buf + k, size - k, "]");
+}
+
+/* The job takes one output, a one-channel mask: [1, H, W, 1], [1, 1, H, W]
+ * or [1, H, W] (what ops.mask_post reads without `channel`/`softmax`). A
+ * detector or a class map would give a garbage mask with exit 0. */
+static bool check_mask_output(seg_job *job, const pf_model *m)
+{
+    int n = pf_model_num_outputs(m);
+    bool ok = n == 1;
+    pf_model_io o = pf_model_output(m, 0);
+    if (ok) {
+        const int64_t *s = o.shape;
+        bool nhwc = o.ndim == 4 && s[3] == 1, nchw = o.ndim == 4 && s[1] == 1;
+        int64_t h = nhwc ? s[1] : nchw ? s[2] : o.ndim == 3 ? s[1] : 0;
+        int64_t w = nhwc ? s[2] : nchw ? s[3] : o.ndim == 3 ? s[2] : 0;
+        ok = (o.ndim == 3 || nhwc || nchw) && o.ndim >= 3 && s[0] <= 1 && h >= 4 && w >= 4;
+    }
+    if (ok) return true;
+    char shapes[512] = "";
+    size_t k = 0;
+    for (int i = 0; i < n && i < 8 && k < sizeof shapes; i++) {
+        pf_model_io io = pf_model_output(m, i);
+        char one[160];
+        shape_str(&io, one, sizeof one);
+        k += (size_t)snprintf(shapes + k, sizeof shapes - k, "%s'%s' %s", i ? ", " : "",
+                              io.name, one);
+    }
+    bool classes = n == 1 && o.ndim == 4 && o.shape[1] > 1 && o.shape[3] > 1;
+    seg_error(job, "%s is not a person segmenter: it has %d output%s (%s); segment needs one "
+              "mask output [1, H, W, 1], [1, 1, H, W] or [1, H, W]%s", job->model, n,
+              n == 1 ? "" : "s", shapes,
+              classes ? " (a class map [1, C, H, W] needs ops.mask_post with 'channel' or "
+                        "'softmax' in a pipeline file: pixflow run)" : "");
+    return false;
 }
 
 /* The model's input geometry (for ops.preprocess). */
@@ -153,6 +205,7 @@ static bool read_model(seg_job *job)
         ok = job->model_w > 0 && job->model_h > 0;
     }
     if (!ok) seg_error(job, "%s: expected one image input [1, H, W, 3] or [1, 3, H, W]", job->model);
+    if (ok) ok = check_mask_output(job, m);
     pf_model_free(&m);
     return ok;
 }
@@ -437,6 +490,7 @@ int cmd_segment(int argc, char **argv)
         seg_usage(stdout);
         return CLI_EXIT_OK;
     }
+    if (!cli_overwrite_setup("segment", seg_options, &a)) return CLI_EXIT_USAGE;
     /* "-" is a positional argument (stdin) for the shared parser too. */
     if (a.positional_count == 0) return usage_error("expected an input%s", "");
     seg_job job;
@@ -486,7 +540,8 @@ int cmd_segment(int argc, char **argv)
     rc = CLI_EXIT_FAIL;
     if (seg_find_model(&job, cli_value(seg_options, &a, "model")) && read_model(&job) &&
         seg_collect_inputs(&job, a.positional, a.positional_count) &&
-        seg_plan_outputs(&job, out_arg, cli_value(seg_options, &a, "mask-out")))
+        seg_plan_outputs(&job, out_arg, cli_value(seg_options, &a, "mask-out")) &&
+        seg_check_outputs(&job, r.trace))
         rc = run_job(&job, &r, json, cli_flag(seg_options, &a, "stats"));
     seg_job_free(&job);
     pthread_mutex_destroy(&job.gate_mu);

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pixflow/io.h"
+
 static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
 static const struct {
@@ -316,14 +318,20 @@ bool npy_write_file(const char *path, npy_dtype dtype, int ndim, const int64_t *
     pre[7] = 0;
     pre[8] = (unsigned char)(hlen & 0xff);
     pre[9] = (unsigned char)(hlen >> 8);
-    FILE *f = fopen(path, "wb");
-    if (!f) return fail(err, err_size, "%s: cannot create: %s", path, strerror(errno));
+    /* pf_output: a temporary beside path, renamed over it when complete. */
+    pf_output *o = NULL;
+    if (pf_output_open(path, 0, &o) != PF_OK) return fail(err, err_size, "%s", pf_last_error());
+    FILE *f = pf_output_file(o);
     bool ok = fwrite(pre, 1, sizeof pre, f) == sizeof pre && fwrite(dict, 1, k, f) == k;
     for (size_t i = k; ok && i + 1 < hlen; i++) ok = fputc(' ', f) != EOF;
     ok = ok && fputc('\n', f) != EOF;
     size_t nbytes = (size_t)n * npy_dtype_size(dtype);
     if (ok && nbytes) ok = fwrite(data, 1, nbytes, f) == nbytes;
-    if (fclose(f) != 0) ok = false;
-    if (!ok) return fail(err, err_size, "%s: write error: %s", path, strerror(errno));
+    if (!ok) {
+        int e = errno;
+        pf_output_abort(&o);
+        return fail(err, err_size, "%s: write error: %s", path, strerror(e));
+    }
+    if (pf_output_commit(&o) != PF_OK) return fail(err, err_size, "%s", pf_last_error());
     return true;
 }

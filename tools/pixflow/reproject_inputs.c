@@ -1,11 +1,14 @@
 /* Inputs of `pixflow reproject` (see reproject_inputs.h). */
 #define _POSIX_C_SOURCE 200809L
 
+#include "cli.h"
 #include "reproject_inputs.h"
+#include "reproject_opts.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <glob.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,43 +180,63 @@ static bool add_list(rp_inputs *in, const char *list_path)
     return ok;
 }
 
-typedef struct stem_ref {
-    const rp_input *in;
-    int index;
-} stem_ref;
-
-static int cmp_stem(const void *a, const void *b)
-{
-    const stem_ref *x = a, *y = b;
-    size_t n = x->in->stem_len < y->in->stem_len ? x->in->stem_len : y->in->stem_len;
-    int c = memcmp(x->in->stem, y->in->stem, n);
-    if (c) return c;
-    if (x->in->stem_len != y->in->stem_len) return x->in->stem_len < y->in->stem_len ? -1 : 1;
-    return x->index < y->index ? -1 : x->index > y->index;
-}
-
-/* Inputs whose outputs would overwrite an earlier input's point at it. */
+/* Inputs whose outputs would overwrite an earlier input's point at it
+ * (the same check as segment's: cli_find_same on the names). */
 static bool mark_same_names(rp_inputs *in)
 {
     if (in->count < 2) return true;
-    stem_ref *r = malloc((size_t)in->count * sizeof *r);
-    if (!r) return false;
-    for (int i = 0; i < in->count; i++) r[i] = (stem_ref){&in->items[i], i};
-    qsort(r, (size_t)in->count, sizeof *r, cmp_stem);
-    for (int i = 1; i < in->count; i++) {
-        const rp_input *a = r[i - 1].in, *b = r[i].in;
-        if (a->stem_len == b->stem_len && !memcmp(a->stem, b->stem, a->stem_len)) {
-            const rp_input *first = a;
-            int first_index = r[i - 1].index;
-            while (first->same_names_as >= 0) {
-                first_index = first->same_names_as;
-                first = &in->items[first_index];
+    char **stems = calloc((size_t)in->count, sizeof *stems);
+    int *first = malloc((size_t)in->count * sizeof *first);
+    bool ok = stems && first;
+    for (int i = 0; ok && i < in->count; i++)
+        ok = (stems[i] = strndup(in->items[i].stem, in->items[i].stem_len)) != NULL;
+    if (ok) ok = cli_find_same((const char *const *)stems, in->count, first);
+    for (int i = 0; ok && i < in->count; i++) in->items[i].same_names_as = first[i];
+    for (int i = 0; stems && i < in->count; i++) free(stems[i]);
+    free(stems);
+    free(first);
+    if (!ok) errno = ENOMEM;
+    return ok;
+}
+
+bool rp_check_outputs(const rp_inputs *in, const rp_config *c)
+{
+    cli_file_set set = {0};
+    bool ok = true;
+    for (int i = 0; ok && i < in->count; i++) ok = cli_file_set_add(&set, in->items[i].path, i);
+    if (!ok) fprintf(stderr, "pixflow reproject: out of memory\n");
+    if (ok && c->trace_path) {
+        int t = cli_file_set_find(&set, c->trace_path);
+        if (t >= 0) {
+            fprintf(stderr, "pixflow reproject: --trace %s is the input %s (the same file): "
+                            "writing it would destroy the input\n", c->trace_path,
+                    in->items[t].path);
+            ok = false;
+        }
+        if (ok) ok = cli_output_may_write("reproject", c->trace_path);
+    }
+    /* Every image's files, and a video's first frame's (later frames are
+     * named alike; -n is enforced again when each file is renamed into place). */
+    for (int i = 0; ok && i < in->count; i++) {
+        const rp_input *it = &in->items[i];
+        if (it->same_names_as >= 0) continue; /* skipped and reported by the run */
+        for (int v = 0; ok && v < c->num_outputs; v++) {
+            char path[PATH_MAX];
+            if (!rp_output_path(path, sizeof path, c->out_dir, it,
+                                it->kind == RP_INPUT_VIDEO ? 0 : -1, c->suffix[v], c->ext))
+                continue; /* reported by the run */
+            int t = cli_file_set_find(&set, path);
+            if (t >= 0) {
+                fprintf(stderr, "pixflow reproject: %s: the output for %s is the input %s (the "
+                                "same file): writing it would destroy the input; choose another "
+                                "-o\n", path, it->path, in->items[t].path);
+                ok = false;
             }
-            in->items[r[i].index].same_names_as = first_index;
+            if (ok) ok = cli_output_may_write("reproject", path);
         }
     }
-    free(r);
-    return true;
+    cli_file_set_free(&set);
+    return ok;
 }
 
 bool rp_inputs_expand(rp_inputs *in, const char *const *args, int nargs, const char *list_path)

@@ -33,6 +33,13 @@ typedef struct rp_inputs {
 bool rp_inputs_expand(rp_inputs *in, const char *const *args, int nargs, const char *list_path);
 void rp_inputs_free(rp_inputs *in);
 
+struct rp_config;
+/* Refuses, before anything is written (message on stderr, false), an output
+ * file that is one of the inputs (same device and inode, so hard links and
+ * symlinks too), a --trace that is an input, and with -n an output that
+ * exists. */
+bool rp_check_outputs(const rp_inputs *in, const struct rp_config *c);
+
 /* Writes "DIR/STEM[_fNNNNNN]_SUFFIX.EXT" into buf (frame < 0: an image).
  * false if it does not fit. */
 bool rp_output_path(char *buf, size_t size, const char *dir, const rp_input *in, int64_t frame,

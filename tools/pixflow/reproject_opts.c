@@ -29,6 +29,7 @@ const cli_option rp_options[] = {
     {"encoders", "N", "encode + write threads (default: from the core count)"},
     {"ring", "N", "decoded frames held at once (default: decoders + 4)"},
     {"inflight", "N", "frames on the GPU at once (default 3)"},
+    CLI_OVERWRITE_OPTIONS,
     {"help", NULL, "show this help"},
     {NULL, NULL, NULL},
 };
@@ -49,7 +50,10 @@ void rp_usage(FILE *f)
             "  DIR/STEM_FACE.EXT         --cubemap, FACE = px nx py ny pz nz\n"
             "  DIR/STEM_cube.EXT         --cubemap with --cube-layout 3x2 or 1x6\n"
             "  DIR/STEM_fNNNNNN_....EXT  video frames (NNNNNN = frame index)\n"
-            "  STEM = the input's file name without its extension; EXT = jpg or png\n\n"
+            "  STEM = the input's file name without its extension; EXT = jpg or png\n"
+            "Existing files are overwritten (the default, or -y) unless -n is given; each\n"
+            "file is written under a temporary name and renamed when complete; an output\n"
+            "that is an input is refused before anything is written.\n\n"
             "options:\n");
     cli_print_options(f, rp_options);
     fprintf(f, "\nexit status: 0 every input was reprojected; 1 some input or output failed\n"
@@ -315,6 +319,7 @@ int rp_config_parse(int argc, char **argv, rp_config *c, bool *help)
         return CLI_EXIT_FAIL;
     }
     bool views_seen = false, cube_seen = false, only_positional = false;
+    bool overwrite_yes = false, overwrite_no = false;
     const char *layout = NULL;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -333,6 +338,10 @@ int rp_config_parse(int argc, char **argv, rp_config *c, bool *help)
             name = "help";
         } else if (!strcmp(arg, "-o")) {
             name = "output";
+        } else if (!strcmp(arg, "-y")) {
+            name = "overwrite";
+        } else if (!strcmp(arg, "-n")) {
+            name = "no-overwrite";
         } else if (arg[1] == '-') {
             eq = strchr(arg + 2, '=');
             len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
@@ -351,6 +360,8 @@ int rp_config_parse(int argc, char **argv, rp_config *c, bool *help)
             if (!strcmp(name, "help")) *help = true;
             else if (!strcmp(name, "json")) c->json = true;
             else if (!strcmp(name, "quiet")) c->quiet = true;
+            else if (!strcmp(name, "overwrite")) overwrite_yes = true;
+            else if (!strcmp(name, "no-overwrite")) overwrite_no = true;
             continue;
         }
         const char *val = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
@@ -361,6 +372,10 @@ int rp_config_parse(int argc, char **argv, rp_config *c, bool *help)
         if (rc != CLI_EXIT_OK) return rc;
     }
     if (*help) return CLI_EXIT_OK;
+    if (overwrite_yes && overwrite_no)
+        return usage_error("-y (overwrite) and -n (never overwrite) contradict each other%s%s",
+                           "", "");
+    pf_output_set_default_flags(overwrite_no ? PF_OUTPUT_NO_OVERWRITE : 0);
     int rc = finish_outputs(c, views_seen, cube_seen, layout);
     if (rc != CLI_EXIT_OK) return rc;
     if (!c->out_dir) return usage_error("no output directory: give -o DIR%s%s", "", "");

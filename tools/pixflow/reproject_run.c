@@ -345,31 +345,13 @@ static void decoder_main(void *user)
 
 /* Encoders ---------------------------------------------------------------------------------- */
 
-/* PATH.tmp-PID then rename: a failed write leaves no half file under PATH. */
+/* pf_output: a temporary beside PATH, renamed over it when complete, so a
+ * failed write leaves no half file under PATH (and -n holds atomically). */
 static bool write_file(const char *path, const void *data, size_t n)
 {
-    char tmp[PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        rp_report("%s: cannot write: %s", path, strerror(errno));
-        return false;
-    }
-    bool ok = fwrite(data, 1, n, f) == n;
-    int err = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        err = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = false;
-        err = errno;
-    }
-    if (!ok) {
-        remove(tmp);
-        rp_report("%s: cannot write: %s", path, strerror(err));
-    }
-    return ok;
+    if (pf_output_write_file(path, data, n, 0) == PF_OK) return true;
+    rp_report("%s", pf_last_error());
+    return false;
 }
 
 static void encode_one(rp_worker *w, rp_job *j, int i)

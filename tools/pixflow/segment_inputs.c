@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "segment_job.h"
 
 #define SELFIE_DIR "node_modules/@mediapipe/selfie_segmentation"
@@ -365,6 +366,108 @@ bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg)
         if (job->mask_is_dir && !make_dir(job, job->mask_out)) return false;
     }
     return true;
+}
+
+/* Every file this run would write, with the input it comes from (-1: none).
+ * Images: two per input at most; video: the output, the mask file or the
+ * first mask image; plus the trace. */
+typedef struct seg_out {
+    char path[SEG_PATH_MAX];
+    int input;
+    const char *what;          /* "output", "mask", "trace" */
+} seg_out;
+
+static int list_outputs(const seg_job *job, const char *trace, seg_out **out)
+{
+    int cap = 2 * job->num_inputs + 3, n = 0;
+    seg_out *o = calloc((size_t)cap, sizeof *o);
+    if (!o) return -1;
+    bool write_main = !job->null_output;
+    if (job->kind == SEG_IMAGES) {
+        for (int i = 0; i < job->num_inputs; i++) {
+            if (write_main) {
+                seg_image_output(job, i, false, o[n].path, sizeof o[n].path);
+                o[n].input = i;
+                o[n++].what = "output";
+            }
+            if (job->mask_out[0]) {
+                seg_image_output(job, i, true, o[n].path, sizeof o[n].path);
+                o[n].input = i;
+                o[n++].what = "mask";
+            }
+        }
+    } else {
+        if (write_main && strcmp(job->output, "-") != 0) {
+            snprintf(o[n].path, sizeof o[n].path, "%s", job->output);
+            o[n].input = 0;
+            o[n++].what = "output";
+        }
+        if (job->mask_out[0]) {
+            seg_image_output(job, 0, true, o[n].path, sizeof o[n].path);
+            o[n].input = 0;
+            o[n++].what = "mask";
+        }
+    }
+    if (trace) {
+        snprintf(o[n].path, sizeof o[n].path, "%s", trace);
+        o[n].input = -1;
+        o[n++].what = "trace";
+    }
+    *out = o;
+    return n;
+}
+
+bool seg_check_outputs(seg_job *job, const char *trace)
+{
+    seg_out *o = NULL;
+    int n = list_outputs(job, trace, &o);
+    cli_file_set ins = {0};
+    const char **keys = n > 0 ? malloc((size_t)n * sizeof *keys) : NULL;
+    int *first = n > 0 ? malloc((size_t)n * sizeof *first) : NULL;
+    bool ok = n >= 0 && (n == 0 || (keys && first));
+    /* Inputs: tags 0..num_inputs-1; the model and background after them. */
+    for (int i = 0; ok && i < job->num_inputs; i++) ok = cli_file_set_add(&ins, job->inputs[i], i);
+    if (ok) ok = cli_file_set_add(&ins, job->model, job->num_inputs);
+    if (ok && job->bg_path) ok = cli_file_set_add(&ins, job->bg_path, job->num_inputs + 1);
+    if (!ok) {
+        seg_error(job, "out of memory checking the outputs");
+        n = 0;
+    }
+    for (int i = 0; ok && i < n; i++) {
+        int t = cli_file_set_find(&ins, o[i].path);
+        if (t < 0) continue;
+        const char *in = t < job->num_inputs ? job->inputs[t]
+                         : t == job->num_inputs ? job->model
+                                                : job->bg_path;
+        seg_error(job, "%s %s is the input %s (the same file): writing it would destroy the "
+                  "input; choose another %s", o[i].what, o[i].path, in,
+                  !strcmp(o[i].what, "trace") ? "--trace file"
+                  : !strcmp(o[i].what, "mask") ? "--mask-out" : "-o");
+        ok = false;
+    }
+    for (int i = 0; ok && i < n; i++) keys[i] = o[i].path;
+    if (ok && n > 0 && !cli_find_same(keys, n, first)) {
+        seg_error(job, "out of memory checking the outputs");
+        ok = false;
+    }
+    for (int i = 0; ok && i < n; i++) {
+        int j = first[i];
+        if (j < 0) continue;
+        if (o[i].input >= 0 && o[j].input >= 0 && o[i].input != o[j].input)
+            seg_error(job, "%s and %s would both be written to %s (the same name): rename one "
+                      "or segment them in separate runs", job->inputs[o[j].input],
+                      job->inputs[o[i].input], o[i].path);
+        else
+            seg_error(job, "the %s and the %s would both be written to %s: choose different "
+                      "names", o[j].what, o[i].what, o[i].path);
+        ok = false;
+    }
+    for (int i = 0; ok && i < n; i++) ok = cli_output_may_write("segment", o[i].path);
+    cli_file_set_free(&ins);
+    free(keys);
+    free(first);
+    free(o);
+    return ok;
 }
 
 void seg_image_output(const seg_job *job, int i, bool mask, char *buf, size_t size)

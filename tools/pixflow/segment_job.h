@@ -38,6 +38,7 @@ typedef struct seg_job {
     seg_bg bg;
     uint8_t color[3];
     pf_frame bg_image;          /* host RGB24, SEG_BG_IMAGE */
+    const char *bg_path;        /* its file (an input no output may replace) */
     float smooth;               /* temporal smoothing weight (video), 1 = off */
     char model[SEG_PATH_MAX];
     int model_w, model_h;       /* input size */
@@ -76,6 +77,15 @@ bool seg_collect_inputs(seg_job *job, const char *const *args, int n);
 /* Chooses job->output (from -o or the default) and job->mask_out; creates
  * directories. Prints the error; false on failure. */
 bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg);
+
+/* Refuses, before anything is written, outputs that would destroy an input
+ * or each other: an output (-o, --mask-out, each image's output and mask,
+ * the trace) that is an input, the model or the background image (same
+ * device and inode: hard links and symlinks too); two inputs whose outputs
+ * land on one file (a.png and a.jpg masks, dir1/a.png and dir2/a.png),
+ * naming both inputs and the output; two outputs on one file; and, with -n,
+ * an output that exists. Prints the error; false on refusal. */
+bool seg_check_outputs(seg_job *job, const char *trace);
 
 /* The output path of image i (inside job->output when it is a directory). */
 void seg_image_output(const seg_job *job, int i, bool mask, char *buf, size_t size);
