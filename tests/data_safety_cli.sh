@@ -247,8 +247,8 @@ signal)
   pid=$!
   # Wait for frames to flow (progress lines), then signal twice, as GNU
   # timeout does (the child, then its process group).
-  for _ in $(seq 100); do
-    grep -q "frames" err.txt 2>/dev/null && break
+  for _ in $(seq 300); do
+    grep -qE "segment: [1-9][0-9]*/" err.txt 2>/dev/null && break
     sleep 0.1
   done
   kill -INT $pid

@@ -149,8 +149,9 @@ PF_API pf_image_write_params pf_image_write_params_default(void);
 /* Encodes host frame `f` (RGB24, BGR24, RGBA or GRAY8; any strides) and writes
  * it to `path` (p NULL = defaults). PNG keeps RGBA (alpha channel) and GRAY8
  * (gray image) exactly; JPEG stores RGBA without its alpha, GRAY8 as a gray
- * JPEG. The file is written to "PATH.tmp-PID" and renamed, so a failed write
- * never leaves a half file under `path`. Thread-safe. Errors: PF_ERR_INVALID
+ * JPEG. The file is written through pf_output (below): a temporary beside
+ * `path`, renamed over it when complete, so a failed write never leaves a half
+ * file under `path`. Thread-safe. Errors: PF_ERR_INVALID
  * (format, empty frame, device memory), PF_ERR_IO naming the path (unwritable
  * directory, disk full). */
 PF_API pf_status pf_image_write(const char *path, const pf_frame *f,
@@ -293,8 +294,9 @@ typedef struct pf_video_writer_params {
 
 PF_API pf_video_writer_params pf_video_writer_params_default(void);
 
-/* Opens p->path for writing (the output directory must exist and be
- * writable) and sets up the encoder. The caller owns *out. Errors:
+/* Opens a temporary beside p->path for writing (the output directory must
+ * exist and be writable; "-" and special files are written in place) and
+ * sets up the encoder. The caller owns *out. Errors:
  * PF_ERR_IO naming the path, PF_ERR_UNSUPPORTED (unknown codec or muxer,
  * "built without FFmpeg"), PF_ERR_INVALID (sizes, formats). */
 PF_API pf_status pf_video_writer_create(const pf_video_writer_params *p, pf_video_writer **out);
@@ -307,8 +309,11 @@ PF_API pf_status pf_video_writer_create(const pf_video_writer_params *p, pf_vide
 PF_API pf_status pf_video_writer_write(pf_video_writer *w, const pf_frame *f);
 
 /* Flushes the encoder, writes the trailer and closes the file; returns the
- * first error of the whole write (PF_ERR_IO on a short write). Further
- * write() calls fail with PF_ERR_CLOSED. Idempotent. */
+ * first error of the whole write (PF_ERR_IO on a short write). The file is
+ * written under a temporary name (pf_output, below) and renamed over `path`
+ * here, only when all of it is written: until then an existing `path` is
+ * untouched, and after any error it stays so (the temporary is removed).
+ * Further write() calls fail with PF_ERR_CLOSED. Idempotent. */
 PF_API pf_status pf_video_writer_close(pf_video_writer *w);
 
 /* Closes (if not yet closed, logging an error it returns) and frees. Sets

@@ -204,13 +204,14 @@ bool rp_check_outputs(const rp_inputs *in, const rp_config *c)
     cli_file_set set = {0};
     bool ok = true;
     for (int i = 0; ok && i < in->count; i++) ok = cli_file_set_add(&set, in->items[i].path, i);
+    if (ok && c->list_path) ok = cli_file_set_add(&set, c->list_path, in->count);
     if (!ok) fprintf(stderr, "pixflow reproject: out of memory\n");
     if (ok && c->trace_path) {
         int t = cli_file_set_find(&set, c->trace_path);
         if (t >= 0) {
             fprintf(stderr, "pixflow reproject: --trace %s is the input %s (the same file): "
                             "writing it would destroy the input\n", c->trace_path,
-                    in->items[t].path);
+                    t < in->count ? in->items[t].path : c->list_path);
             ok = false;
         }
         if (ok) ok = cli_output_may_write("reproject", c->trace_path);
@@ -229,7 +230,8 @@ bool rp_check_outputs(const rp_inputs *in, const rp_config *c)
             if (t >= 0) {
                 fprintf(stderr, "pixflow reproject: %s: the output for %s is the input %s (the "
                                 "same file): writing it would destroy the input; choose another "
-                                "-o\n", path, it->path, in->items[t].path);
+                                "-o\n", path, it->path,
+                        t < in->count ? in->items[t].path : c->list_path);
                 ok = false;
             }
             if (ok) ok = cli_output_may_write("reproject", path);
