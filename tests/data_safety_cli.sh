@@ -17,7 +17,8 @@
 #                 the shapes
 #   signal        two SIGINTs to a running segment: exit 130, the summary is
 #                 printed, the MP4 under the final name is complete (every
-#                 frame of the summary, ffprobe reads it), no temporary is left
+#                 frame of the summary, ffprobe reads it), no temporary is left;
+#                 SIGKILL mid-run leaves the previous file under the name intact
 # Inputs are generated with ffmpeg (installed by scripts/setup.sh); the model
 # comes from npm. Exit 0 pass, 1 fail (the failing check is printed), 77 skip.
 set -u
@@ -121,6 +122,15 @@ same_file)
   expect_status 1 "segment masks into the input dir" "$PIXFLOW" segment shots/a.png -o x.png \
     --mask-out shots/a.png --quiet
   for f in a.png b.jpg; do same_bytes "segment dir" shots/$f shots.orig/$f; done
+  # The background image and the model are inputs too.
+  expect_status 1 "segment -o background" "$PIXFLOW" segment shots/a.png --background \
+    shots/b.jpg -o shots/b.jpg --quiet && expect_err "background" "is the input shots/b.jpg"
+  same_bytes "segment background" shots/b.jpg shots.orig/b.jpg
+  cp "$SELFIE" model.tflite
+  cp model.tflite model.orig
+  expect_status 1 "segment -o model" "$PIXFLOW" segment in.mp4 --model model.tflite \
+    -o model.tflite --quiet && expect_err "model" "is the input model.tflite"
+  same_bytes "segment model" model.tflite model.orig
   # reproject: an input named like another input's view.
   mkdir pano
   equirect pano/p.jpg
@@ -267,6 +277,18 @@ signal)
   [ -n "$frames" ] && [ "$frames" -gt 0 ] || fail "summary frames '$frames'"
   [ "$got" = "$frames" ] || fail "long_seg.mp4 has '$got' frames, the summary says '$frames'"
   no_temporaries signal
+  # A crash (SIGKILL, which no handler sees) mid-run: the old file under the
+  # final name is untouched (the old writer had truncated it at the start).
+  echo "previous result" >killed.mp4
+  "$PIXFLOW" segment long.mp4 -o killed.mp4 --batch 4 >out.txt 2>err.txt &
+  pid=$!
+  for _ in $(seq 300); do
+    grep -qE "segment: [1-9][0-9]*/" err.txt 2>/dev/null && break
+    sleep 0.1
+  done
+  kill -KILL $pid
+  wait $pid 2>/dev/null
+  [ "$(cat killed.mp4)" = "previous result" ] || fail "SIGKILL mid-run changed killed.mp4"
   ;;
 *)
   echo "unknown case $case_name" >&2

@@ -283,6 +283,16 @@ static void test_video_replaced_at_close(void)
     pf_video_writer_destroy(&w);
     CHECK(!strncmp(get(p), "YUV4MPEG2 W16 H16", 17));
     CHECK_EQ_INT(temporaries(), 0);
+    /* A discarded writer (a failed or cancelled job) leaves the path alone. */
+    REQUIRE(put(p, "previous video"));
+    CHECK_OK(pf_video_writer_create(&wp, &w));
+    REQUIRE(w);
+    CHECK_OK(pf_video_writer_write(w, &f));
+    pf_video_writer_discard(&w);
+    CHECK(w == NULL);
+    pf_video_writer_discard(&w);
+    CHECK(!strcmp(get(p), "previous video"));
+    CHECK_EQ_INT(temporaries(), 0);
     /* A writer that cannot start (bad codec) leaves the old file alone (the
      * old code unlinked the final path). */
     if (pf_io_have_ffmpeg()) {
@@ -292,6 +302,22 @@ static void test_video_replaced_at_close(void)
         wp.codec = "no-such-codec";
         CHECK(pf_video_writer_create(&wp, &w) != PF_OK);
         CHECK(!strcmp(get(m), "keep me"));
+        CHECK_EQ_INT(temporaries(), 0);
+        /* FFmpeg writes the temporary by name (its muxer chosen from the kept
+         * extension); the MP4 replaces the path at close, not before. */
+        wp = pf_video_writer_params_default();
+        wp.path = m;
+        wp.width = 16;
+        wp.height = 16;
+        wp.input_format = PF_PIXFMT_GRAY8;
+        wp.preset = "ultrafast";
+        CHECK_OK(pf_video_writer_create(&wp, &w));
+        REQUIRE(w);
+        for (int i = 0; i < 3; i++) CHECK_OK(pf_video_writer_write(w, &f));
+        CHECK(!strcmp(get(m), "keep me"));
+        CHECK_OK(pf_video_writer_close(w));
+        pf_video_writer_destroy(&w);
+        CHECK(file_size(m) > 100 && strstr(get(m) + 4, "ftyp") == get(m) + 4);
         CHECK_EQ_INT(temporaries(), 0);
     }
     pf_frame_unref(&f);

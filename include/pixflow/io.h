@@ -320,6 +320,13 @@ PF_API pf_status pf_video_writer_close(pf_video_writer *w);
  * *w = NULL; accepts NULL. */
 PF_API void pf_video_writer_destroy(pf_video_writer **w);
 
+/* Drops the output instead of closing it: the encoder is freed without a
+ * trailer, the temporary file removed, and an existing `path` left as it
+ * was (for a job that failed or was cancelled and wants nothing written).
+ * After a successful close() the file is already in place and stays. Sets
+ * *w = NULL; accepts NULL. */
+PF_API void pf_video_writer_discard(pf_video_writer **w);
+
 /* Frames written so far. */
 PF_API int64_t pf_video_writer_frame_count(const pf_video_writer *w);
 

@@ -248,6 +248,19 @@ void pf_video_writer_destroy(pf_video_writer **pw)
     free(w);
 }
 
+void pf_video_writer_discard(pf_video_writer **pw)
+{
+    if (!pw || !*pw) return;
+    pf_video_writer *w = *pw;
+    if (!w->closed) {
+        /* Whatever FFmpeg still writes goes to the temporary, removed below. */
+        w->closed = true;
+        w->failed = PF_ERR_CANCELLED;
+        pf_ffenc_free(&w->ff);
+    }
+    pf_video_writer_destroy(pw); /* aborts the pf_output still held */
+}
+
 int64_t pf_video_writer_frame_count(const pf_video_writer *w)
 {
     return w ? w->frames : 0;
