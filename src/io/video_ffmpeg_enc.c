@@ -158,9 +158,11 @@ pf_status pf_ffenc_open(const pf_video_writer_params *p, const char *name, pf_ff
     e->st->time_base = e->enc->time_base;
     e->st->avg_frame_rate = e->enc->framerate;
     if (!(e->oc->oformat->flags & AVFMT_NOFILE)) {
+        /* url is pf_output's temporary (video_writer.c renames it over the
+         * path at close); messages name the final path. */
         err = avio_open(&e->oc->pb, url, AVIO_FLAG_WRITE);
         if (err < 0) {
-            st = pf_io_errno("create", p->path, AVUNERROR(err));
+            st = pf_io_errno("create", name, AVUNERROR(err));
             goto fail;
         }
     }

@@ -7,7 +7,7 @@
  *        |                 block; CUDA: upload, kernel and download of up to K
  *        v                 frames in flight on three streams ordered by events
  *   encoders (E threads)   encode one view each (JPEG/PNG) and write its file
- *                          (PATH.tmp-PID renamed: no half files)
+ *                          (pf_output: a temporary renamed when complete)
  *
  * Everything between stages is a bounded queue or a fixed pool, so memory is
  * R source frames + O output blocks (+ K device slots) whatever the number of
