@@ -369,6 +369,19 @@ typedef struct pf_output pf_output;
                                       (renameat2 RENAME_NOREPLACE, else link + unlink),
                                       so a file created meanwhile is kept too. Special
                                       files written in place are not refused */
+#define PF_OUTPUT_NO_DIR_SYNC 2u   /* skip the directory fsync after the rename. The data
+                                      is still fsync'ed before it, so the file under the
+                                      path is the old one or the complete new one even
+                                      after a power loss; only the rename itself may be
+                                      undone by one. For jobs writing many small files
+                                      into one directory, where that fsync costs more
+                                      than the data's. pf_image_write and reproject's
+                                      views use it. Measured: reproject of 60 inputs to
+                                      480 JPEG views of 256x256 (ext4, 2 shared cores),
+                                      4 interleaved runs: 0.72-1.07 s with the directory
+                                      fsync, 0.68-0.82 s without, 0.56-0.66 s with no
+                                      fsync at all; under load from other builds
+                                      4.7-5.4, 2.7-3.1 and 1.9-2.1 s */
 
 /* Process-wide policy or'ed into the flags of every pf_output_open (and so of
  * every writer of this library, e.g. pf_image_write, pf_video_writer,
@@ -396,10 +409,11 @@ PF_API const char *pf_output_path(const pf_output *o);
 PF_API bool pf_output_in_place(const pf_output *o);
 
 /* Flushes, fsyncs and closes the file, renames it over the final path and
- * fsyncs the directory. Always frees *o and sets it to NULL (accepts NULL:
- * PF_OK). On any error (a short write seen now, disk full, "already exists"
- * under PF_OUTPUT_NO_OVERWRITE: all PF_ERR_IO) the temporary file is removed, the final
- * path is untouched, and the message names the final path. */
+ * fsyncs the directory (unless PF_OUTPUT_NO_DIR_SYNC). Always frees *o and
+ * sets it to NULL (accepts NULL: PF_OK). On any error (a short write seen
+ * now, disk full, "already exists" under PF_OUTPUT_NO_OVERWRITE: all
+ * PF_ERR_IO) the temporary file is removed, the final path is untouched, and
+ * the message names the final path. */
 PF_API pf_status pf_output_commit(pf_output **o);
 /* Closes and removes the temporary file (in place: just closes); the final
  * path is untouched. Frees *o, sets it to NULL; accepts NULL. */

@@ -299,7 +299,7 @@ pf_status pf_output_commit(pf_output **po)
                                               o->path)
                                : pf_set_error(PF_ERR_IO, "%s: cannot rename the finished file %s over it: %s",
                                               o->path, o->tmp, strerror(err));
-        } else {
+        } else if (!(o->flags & PF_OUTPUT_NO_DIR_SYNC)) {
             sync_dir(o->path);
         }
     }

@@ -349,7 +349,8 @@ static void decoder_main(void *user)
  * failed write leaves no half file under PATH (and -n holds atomically). */
 static bool write_file(const char *path, const void *data, size_t n)
 {
-    if (pf_output_write_file(path, data, n, 0) == PF_OK) return true;
+    /* Thousands of views into one directory: no directory fsync per file. */
+    if (pf_output_write_file(path, data, n, PF_OUTPUT_NO_DIR_SYNC) == PF_OK) return true;
     rp_report("%s", pf_last_error());
     return false;
 }
