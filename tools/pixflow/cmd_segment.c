@@ -14,7 +14,11 @@
  * time (--smooth). Progress goes to stderr (a bar on a terminal, a line a
  * second otherwise); the summary to stdout, or to stderr when the video
  * itself goes to stdout (-o -). SIGINT/SIGTERM cancel the pipeline; the
- * summary so far is still printed. */
+ * video so far is finished and renamed into place and the summary printed,
+ * and later signals (GNU timeout sends two) do not cut that short. Outputs
+ * are checked before the pipeline starts (seg_check_outputs: none may be an
+ * input, two may not share a file, -n refuses existing ones) and written
+ * through pf_output (a temporary renamed when complete). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
