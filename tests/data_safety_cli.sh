@@ -263,14 +263,19 @@ signal)
   done
   kill -INT $pid
   sleep 0.02
-  kill -INT $pid 2>/dev/null
+  second=0
+  kill -INT $pid 2>/dev/null && second=1
   sleep 0.1
   kill -INT $pid 2>/dev/null
   wait $pid
   rc=$?
   [ "$rc" = 130 ] || fail "exit status $rc after two SIGINTs, expected 130"
   grep -q "(interrupted)" out.txt || fail "no summary after two SIGINTs"
-  grep -q "already stopping" err.txt || fail "the second signal was not acknowledged"
+  if [ $second = 1 ]; then
+    grep -q "already stopping" err.txt || fail "the second signal was not acknowledged"
+  else
+    echo "note: the run had ended before the second signal (the check is weaker)"
+  fi
   frames=$(awk '/^  frames/ {print $2}' out.txt)
   got=$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames \
     -of csv=p=0 long_seg.mp4 2>/dev/null)
