@@ -184,6 +184,9 @@ same_stem)
     expect_err "same name" "d1/a.png and d2/a.png would both be written to out/a.png"
   expect_status 1 "output = mask" "$PIXFLOW" segment d1/a.png -o same.png --mask-out same.png \
     --quiet && expect_err "output = mask" "would both be written to same.png"
+  expect_status 1 "output = trace, spelt differently" "$PIXFLOW" segment d1/a.png -o same.png \
+    --trace ./d1/../same.png --quiet &&
+    expect_err "output = trace" "the output and the trace would both be written to"
   [ -z "$(ls out 2>/dev/null)" ] || fail "segment wrote into out/ although it refused"
   expect_status 0 "distinct stems" "$PIXFLOW" segment d1/a.png d1/a.jpg -o out --quiet
   ;;

@@ -1,6 +1,7 @@
 /* Shared CLI helpers (see cli.h). */
-/* sigaction */
+/* sigaction; realpath (XSI) */
 #define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700
 
 #include "cli.h"
 
@@ -455,6 +456,26 @@ void cli_file_set_free(cli_file_set *s)
 {
     free(s->ids);
     memset(s, 0, sizeof *s);
+}
+
+void cli_canonical_path(const char *path, char *out, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[PATH_MAX], resolved[PATH_MAX];
+    if (!slash) {
+        snprintf(dir, sizeof dir, ".");
+    } else {
+        size_t n = slash == path ? 1 : (size_t)(slash - path);
+        if (n >= sizeof dir) n = sizeof dir - 1;
+        memcpy(dir, path, n);
+        dir[n] = '\0';
+    }
+    const char *base = slash ? slash + 1 : path;
+    if (!realpath(dir, resolved)) {
+        snprintf(out, size, "%s", path);
+        return;
+    }
+    snprintf(out, size, "%s%s%s", resolved, strcmp(resolved, "/") ? "/" : "", base);
 }
 
 typedef struct key_ref {

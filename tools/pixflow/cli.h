@@ -157,6 +157,12 @@ bool cli_file_set_add(cli_file_set *s, const char *path, int tag);
 int cli_file_set_find(cli_file_set *s, const char *path);
 void cli_file_set_free(cli_file_set *s);
 
+/* The path with its directory resolved (realpath: "./x", "d/../x" and a
+ * symlinked directory give one spelling), the file name kept; the path
+ * unchanged when its directory does not exist. For comparing outputs that
+ * may not exist yet. */
+void cli_canonical_path(const char *path, char *out, size_t size);
+
 /* For each of n keys, first_of[i] = the smallest j < i with the same key
  * (strcmp), else -1. O(n log n). False on out of memory. Used to refuse (or
  * skip) inputs whose outputs would land on the same file. */

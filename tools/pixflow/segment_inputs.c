@@ -422,7 +422,7 @@ bool seg_check_outputs(seg_job *job, const char *trace)
     seg_out *o = NULL;
     int n = list_outputs(job, trace, &o);
     cli_file_set ins = {0};
-    const char **keys = n > 0 ? malloc((size_t)n * sizeof *keys) : NULL;
+    const char **keys = n > 0 ? calloc((size_t)n, sizeof *keys) : NULL;
     int *first = n > 0 ? malloc((size_t)n * sizeof *first) : NULL;
     bool ok = n >= 0 && (n == 0 || (keys && first));
     /* Inputs: tags 0..num_inputs-1; the model and background after them. */
@@ -445,7 +445,16 @@ bool seg_check_outputs(seg_job *job, const char *trace)
                   : !strcmp(o[i].what, "mask") ? "--mask-out" : "-o");
         ok = false;
     }
-    for (int i = 0; ok && i < n; i++) keys[i] = o[i].path;
+    /* Outputs may not exist yet: compare their names with the directory
+     * resolved ("out/x.png" and "./out/x.png" are one file). */
+    for (int i = 0; ok && i < n; i++) {
+        char canon[SEG_PATH_MAX];
+        cli_canonical_path(o[i].path, canon, sizeof canon);
+        if (!(keys[i] = strdup(canon))) {
+            seg_error(job, "out of memory checking the outputs");
+            ok = false;
+        }
+    }
     if (ok && n > 0 && !cli_find_same(keys, n, first)) {
         seg_error(job, "out of memory checking the outputs");
         ok = false;
@@ -464,6 +473,7 @@ bool seg_check_outputs(seg_job *job, const char *trace)
     }
     for (int i = 0; ok && i < n; i++) ok = cli_output_may_write("segment", o[i].path);
     cli_file_set_free(&ins);
+    for (int i = 0; keys && i < n; i++) free((char *)keys[i]);
     free(keys);
     free(first);
     free(o);
