@@ -15,6 +15,8 @@
 #                 run, model run)
 #   model         segment --model with the face detector is refused, naming
 #                 the shapes
+#   concurrent    two segment runs writing one path at once leave one run's
+#                 complete output, never a mix
 #   signal        two SIGINTs to a running segment: exit 130, the summary is
 #                 printed, the MP4 under the final name is complete (every
 #                 frame of the summary, ffprobe reads it), no temporary is left;
@@ -297,6 +299,29 @@ signal)
   kill -KILL $pid
   wait $pid 2>/dev/null
   [ "$(cat killed.mp4)" = "previous result" ] || fail "SIGKILL mid-run changed killed.mp4"
+  ;;
+concurrent)
+  need "$SELFIE"
+  ffmpeg -loglevel error -y -f lavfi -i "testsrc=size=160x120:rate=25" -frames:v 40 \
+    -pix_fmt yuv420p in.y4m
+  # References, one at a time; then both at once onto one path: the result
+  # must be one of them byte for byte (the old writers interleaved into one
+  # file opened twice with "wb").
+  "$PIXFLOW" segment in.y4m -o red.y4m --background '#FF0000' --quiet >/dev/null 2>&1 ||
+    fail "reference red"
+  "$PIXFLOW" segment in.y4m -o blue.y4m --background '#0000FF' --quiet >/dev/null 2>&1 ||
+    fail "reference blue"
+  for round in 1 2; do
+    "$PIXFLOW" segment in.y4m -o same.y4m --background '#FF0000' --quiet >/dev/null 2>&1 &
+    a=$!
+    "$PIXFLOW" segment in.y4m -o same.y4m --background '#0000FF' --quiet >/dev/null 2>&1 &
+    b=$!
+    wait $a || fail "round $round: the red run failed"
+    wait $b || fail "round $round: the blue run failed"
+    cmp -s same.y4m red.y4m || cmp -s same.y4m blue.y4m ||
+      fail "round $round: same.y4m is neither run's output (a mix of both)"
+  done
+  no_temporaries concurrent
   ;;
 *)
   echo "unknown case $case_name" >&2
