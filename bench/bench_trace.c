@@ -66,9 +66,7 @@ static void drop_tracer(pf_tracer **t)
     if (!*t) return;
     atomic_store(&(*t)->next, 0);
     free((*t)->path);
-    free((*t)->tmp_path);
-    (*t)->path = strdup("/dev/null");
-    (*t)->tmp_path = strdup("/dev/null");
+    (*t)->path = strdup("/dev/null"); /* a device: pf_output writes it in place */
     pf_tracer_destroy(t);
 }
 
