@@ -3,7 +3,7 @@
 # SIGINT during segment. tests/data_safety_cli.sh runs each case on inputs it
 # generates with ffmpeg. Included from tests/CMakeLists.txt.
 if(PF_BUILD_TOOLS)
-  set(PF_DATA_SAFETY_CASES same_file same_stem overwrite model signal concurrent)
+  set(PF_DATA_SAFETY_CASES same_file same_stem overwrite model signal concurrent full_disk)
   foreach(case ${PF_DATA_SAFETY_CASES})
     add_test(NAME cli_data_safety_${case}
       COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/data_safety_cli.sh ${case}

@@ -15,6 +15,8 @@
 #                 run, model run)
 #   model         segment --model with the face detector is refused, naming
 #                 the shapes
+#   full_disk     a file size limit (as a full disk) in the middle of a video
+#                 and an image: exit 1 naming the file, previous files intact
 #   concurrent    two segment runs writing one path at once leave one run's
 #                 complete output, never a mix
 #   signal        two SIGINTs to a running segment: exit 130, the summary is
@@ -299,6 +301,28 @@ signal)
   kill -KILL $pid
   wait $pid 2>/dev/null
   [ "$(cat killed.mp4)" = "previous result" ] || fail "SIGKILL mid-run changed killed.mp4"
+  ;;
+full_disk)
+  need "$SELFIE"
+  # A file size limit (ulimit -f, KiB) stands in for a full disk: each write
+  # past it fails (EFBIG). The previous files under the final names stay,
+  # the run fails naming the output, and no temporary is left.
+  ffmpeg -loglevel error -y -f lavfi -i "testsrc=size=160x120:rate=25" -frames:v 20 \
+    -pix_fmt yuv420p in.y4m
+  mkdir shots
+  ffmpeg -loglevel error -y -f lavfi -i "testsrc=size=640x480" -frames:v 1 shots/a.png
+  echo "previous video" >out.y4m
+  mkdir -p segd && echo "previous image" >segd/a.png
+  (ulimit -f 48; "$PIXFLOW" segment in.y4m -o out.y4m --quiet >out.txt 2>err.txt)
+  rc=$?
+  [ "$rc" = 1 ] || fail "segment over the size limit: exit status $rc, expected 1"
+  expect_err "segment video full" "out.y4m"
+  [ "$(cat out.y4m)" = "previous video" ] || fail "a failed video write changed out.y4m"
+  (ulimit -f 48; "$PIXFLOW" segment shots/a.png -o segd/ --quiet >out.txt 2>err.txt)
+  rc=$?
+  [ "$rc" = 1 ] || fail "segment image over the size limit: exit status $rc, expected 1"
+  [ "$(cat segd/a.png)" = "previous image" ] || fail "a failed image write changed segd/a.png"
+  no_temporaries full_disk
   ;;
 concurrent)
   need "$SELFIE"

@@ -370,6 +370,10 @@ void cli_signals_install(void (*cancel)(void *arg), void *arg)
     /* No SA_RESETHAND: a second signal must not kill the process while it
      * writes a video's trailer and renames its outputs into place. */
     set_handlers(on_signal, 0);
+    /* Over a file size limit (ulimit -f) a write fails with EFBIG and the
+     * output is dropped with a message, instead of SIGXFSZ killing the
+     * process. */
+    signal(SIGXFSZ, SIG_IGN);
 }
 
 void cli_signals_restore(void)

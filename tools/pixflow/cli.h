@@ -113,7 +113,9 @@ const char *cli_fmt_bytes(char *buf, size_t size, uint64_t bytes);
  * (a video's trailer, the rename into place) and printing its summary.
  * SIGKILL still ends it. cli_signals_restore() forgets cancel/arg but keeps
  * acknowledging, since outputs are finalized after the wait returns; the
- * process exits soon after. One job at a time. */
+ * process exits soon after. SIGXFSZ is ignored from install on, so a file
+ * size limit is a write error (EFBIG) named by the output, not a kill. One
+ * job at a time. */
 void cli_signals_install(void (*cancel)(void *arg), void *arg);
 void cli_signals_restore(void);
 bool cli_interrupted(void);
