@@ -121,7 +121,7 @@ static pf_status read_mem_new(const uint8_t *data, size_t size, const char *name
     if (st != PF_OK) return st;
     if (want == PF_PIXFMT_NONE) want = info.format;
     st = pf_frame_alloc(out, want, info.width, info.height, NULL, NULL);
-    if (st != PF_OK) return pf_set_error(st, "%s: %s", name, pf_last_error());
+    if (st != PF_OK) return pf_error_prefix(st, "%s", name);
     st = decode_mem(data, size, name, out);
     if (st != PF_OK) pf_frame_unref(out);
     return st;
