@@ -180,19 +180,27 @@ pf_status pf_image_read_memory(const void *data, size_t size, const char *name, 
     return read_mem_new(data, size, name ? name : "<memory>", want, false, out, NULL);
 }
 
-pf_status pf_image_read(const char *path, pf_pixfmt want, pf_frame *out)
+/* pf_image_read and pf_image_read_with (`fn` names the caller in argument errors). */
+static pf_status read_file_new(const char *fn, const char *path, pf_pixfmt want, bool keep,
+                               pf_frame *out, pf_image_info *info)
 {
-    PF_CHECK_ARG(out, "pf_image_read", "out is NULL");
+    PF_CHECK_ARG(out, fn, "out is NULL");
     memset(out, 0, sizeof *out);
-    PF_CHECK_ARG(path, "pf_image_read", "path is NULL");
+    if (info) memset(info, 0, sizeof *info);
+    PF_CHECK_ARG(path, fn, "path is NULL");
     pf_status st = check_want(pf_io_in_name(path), want);
     if (st != PF_OK) return st;
     uint8_t *data = NULL;
     size_t size = 0;
     st = pf_io_read_file(path, &data, &size);
-    if (st == PF_OK) st = read_mem_new(data, size, pf_io_in_name(path), want, false, out, NULL);
+    if (st == PF_OK) st = read_mem_new(data, size, pf_io_in_name(path), want, keep, out, info);
     free(data);
     return st;
+}
+
+pf_status pf_image_read(const char *path, pf_pixfmt want, pf_frame *out)
+{
+    return read_file_new("pf_image_read", path, want, false, out, NULL);
 }
 
 pf_image_read_params pf_image_read_params_default(void)
@@ -206,22 +214,9 @@ pf_image_read_params pf_image_read_params_default(void)
 pf_status pf_image_read_with(const char *path, const pf_image_read_params *p, pf_frame *out,
                              pf_image_info *info)
 {
-    PF_CHECK_ARG(out, "pf_image_read_with", "out is NULL");
-    memset(out, 0, sizeof *out);
-    if (info) memset(info, 0, sizeof *info);
-    PF_CHECK_ARG(path, "pf_image_read_with", "path is NULL");
     pf_image_read_params def = pf_image_read_params_default();
     if (!p) p = &def;
-    pf_status st = check_want(pf_io_in_name(path), p->want);
-    if (st != PF_OK) return st;
-    uint8_t *data = NULL;
-    size_t size = 0;
-    st = pf_io_read_file(path, &data, &size);
-    if (st == PF_OK)
-        st = read_mem_new(data, size, pf_io_in_name(path), p->want, p->keep_orientation, out,
-                          info);
-    free(data);
-    return st;
+    return read_file_new("pf_image_read_with", path, p->want, p->keep_orientation, out, info);
 }
 
 static pf_status read_mem_into(const uint8_t *data, size_t size, const char *name, pf_frame *dst)
