@@ -14,7 +14,8 @@ static void test_set_error_from_last_error(void)
 {
     pf_set_error(PF_ERR_IO, "cannot open 'a.png': No such file or directory");
     CHECK_EQ_INT(pf_set_error(PF_ERR_IO, "io.image_source: %s", pf_last_error()), PF_ERR_IO);
-    CHECK(!strcmp(pf_last_error(), "io.image_source: cannot open 'a.png': No such file or directory"));
+    CHECK(!strcmp(pf_last_error(),
+                  "io.image_source: cannot open 'a.png': No such file or directory"));
     /* The same argument twice, and after a longer prefix than the message itself. */
     pf_set_error(PF_ERR_FORMAT, "bad");
     pf_set_error(PF_ERR_FORMAT, "a much longer prefix than the message [%s|%s]", pf_last_error(),

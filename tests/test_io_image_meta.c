@@ -289,7 +289,8 @@ static int write_icc_inputs(const char *dir)
 static int compare_icc(const char *a, const char *b)
 {
     pf_frame fa = {0}, fb = {0};
-    if (pf_image_read(a, PF_PIXFMT_NONE, &fa) != PF_OK || pf_image_read(b, PF_PIXFMT_NONE, &fb) != PF_OK) {
+    if (pf_image_read(a, PF_PIXFMT_NONE, &fa) != PF_OK ||
+        pf_image_read(b, PF_PIXFMT_NONE, &fb) != PF_OK) {
         fprintf(stderr, "%s\n", pf_last_error());
         return 1;
     }

@@ -230,9 +230,9 @@ static pf_status read_mem_into(const uint8_t *data, size_t size, const char *nam
     if (st != PF_OK) return st;
     if (dst->width != info.width || dst->height != info.height) {
         pf_buffer_unref(&icc);
-        return pf_set_error(PF_ERR_INVALID,
-                            "%s: the image is %dx%d%s but the frame is %dx%d", name, info.width,
-                            info.height, info.orientation > 1 ? " (upright, after its EXIF orientation)" : "",
+        return pf_set_error(PF_ERR_INVALID, "%s: the image is %dx%d%s but the frame is %dx%d",
+                            name, info.width, info.height,
+                            info.orientation > 1 ? " (upright, after its EXIF orientation)" : "",
                             dst->width, dst->height);
     }
     st = decode_oriented(data, size, name, info.orientation, sw, sh, dst);
