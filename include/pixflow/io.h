@@ -139,10 +139,11 @@ PF_API pf_status pf_image_read_memory(const void *data, size_t size, const char 
 
 /* Decodes `path` straight into the caller's frame `dst` (host or pinned
  * memory: any host-addressable domain; any strides), which must already have
- * the image's width and height and an image pixel format (RGB24, BGR24, RGBA
- * or GRAY8: the conversion rules above apply). Nothing is allocated for the
- * pixels, so frames from a pinned ring can be filled directly. dst's metadata
- * is not changed. On error the pixels of dst are unspecified (possibly
+ * the image's width and height (upright, as pf_image_probe reports them) and
+ * an image pixel format (RGB24, BGR24, RGBA or GRAY8: the conversion rules
+ * above apply). Nothing is allocated for the pixels, so frames from a pinned
+ * ring can be filled directly. dst's metadata is not changed, except dst->icc
+ * (below). On error the pixels of dst are unspecified (possibly
  * partly written). Errors: PF_ERR_INVALID naming the size or format that
  * does not match (checked from the header, before any pixel is written);
  * otherwise as pf_image_read. Thread-safe for distinct dst frames. */
