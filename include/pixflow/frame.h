@@ -58,6 +58,13 @@ typedef struct pf_frame {
     int64_t index;                  /* frame number within its source */
     int32_t source;                 /* source (stream/camera) id */
     pf_buffer *meta;                /* optional user metadata, referenced like planes */
+    /* ICC colour profile of the pixels (issue 13): NULL when none. A host buffer holding exactly
+     * the profile's bytes (pf_buffer_size), referenced like the planes, so pf_frame_ref() and
+     * pf_frame_unref() share and release it. Set by pf_image_read* from a PNG iCCP chunk or
+     * JPEG APP2 markers; pf_image_write/encode embed it again when its colour space fits the
+     * output (RGB profile for colour, GRAY profile for gray). Stages that make a new frame from
+     * an input frame carry it over (a reference). */
+    pf_buffer *icc;
 } pf_frame;
 
 PF_API const char *pf_pixfmt_name(pf_pixfmt fmt);

@@ -79,9 +79,18 @@ PF_API bool pf_io_have_ffmpeg(void);
  * palette and 1/2/4-bit gray are expanded; interlaced PNGs are de-interlaced;
  * colour -> GRAY8 is the BT.601 luma (0.299 R + 0.587 G + 0.114 B, the Y of a
  * JPEG); gray -> colour replicates; alpha is dropped (not composited) when the
- * wanted format has none and set to 255 when the source has none. EXIF
- * orientation and ICC profiles are ignored (pixels come in stored order).
- * CMYK/YCCK JPEGs are refused (PF_ERR_UNSUPPORTED). */
+ * wanted format has none and set to 255 when the source has none.
+ * CMYK/YCCK JPEGs are refused (PF_ERR_UNSUPPORTED).
+ *
+ * Orientation: the EXIF Orientation tag (JPEG APP1 "Exif", PNG eXIf) is
+ * applied on read, as image viewers and ffmpeg do: pixels come out upright,
+ * and tags 5..8 swap width and height. pf_image_info.orientation says which
+ * tag was found (1 = none); pf_image_read_with(keep_orientation) gives the
+ * stored order instead. Output files carry no orientation tag (their pixels
+ * are upright).
+ * ICC profiles (PNG iCCP, JPEG APP2 "ICC_PROFILE") are attached to the frame
+ * read (pf_frame.icc) and embedded by pf_image_write/encode when the frame
+ * has one that fits the output (an RGB profile on colour, GRAY on gray). */
 
 typedef enum pf_image_format {
     PF_IMAGE_AUTO = 0,   /* by content when reading, by extension when writing */
@@ -100,6 +109,12 @@ typedef struct pf_image_info {
     int channels;             /* as stored: 1 gray, 2 gray+alpha, 3 colour, 4 colour+alpha
                                  (a palette counts as 3, or 4 with transparency) */
     bool interlaced;          /* PNG Adam7 / progressive JPEG */
+    /* Metadata (issue 13). width and height above are upright: after `orientation`. */
+    int orientation;          /* EXIF Orientation found, 1..8 (1: none, or absent), which
+                                 pf_image_read applies: 2 mirror, 3 turn 180, 4 flip, 5
+                                 transpose, 6 turn 90 clockwise, 7 transverse, 8 turn 90
+                                 counter-clockwise (5..8 swap the stored width and height) */
+    size_t icc_size;          /* bytes of the embedded ICC profile, 0 when none */
 } pf_image_info;
 
 /* Reads only the header of `path` (the format comes from the first bytes,
@@ -125,16 +140,34 @@ PF_API pf_status pf_image_read_memory(const void *data, size_t size, const char 
 
 /* Decodes `path` straight into the caller's frame `dst` (host or pinned
  * memory: any host-addressable domain; any strides), which must already have
- * the image's width and height and an image pixel format (RGB24, BGR24, RGBA
- * or GRAY8: the conversion rules above apply). Nothing is allocated for the
- * pixels, so frames from a pinned ring can be filled directly. dst's metadata
- * is not changed. On error the pixels of dst are unspecified (possibly
+ * the image's width and height (upright, as pf_image_probe reports them) and
+ * an image pixel format (RGB24, BGR24, RGBA or GRAY8: the conversion rules
+ * above apply). Nothing is allocated for the pixels, so frames from a pinned
+ * ring can be filled directly. dst's metadata is not changed, except dst->icc
+ * (below). On error the pixels of dst are unspecified (possibly
  * partly written). Errors: PF_ERR_INVALID naming the size or format that
  * does not match (checked from the header, before any pixel is written);
  * otherwise as pf_image_read. Thread-safe for distinct dst frames. */
 PF_API pf_status pf_image_read_into(const char *path, pf_frame *dst);
 PF_API pf_status pf_image_read_memory_into(const void *data, size_t size, const char *name,
                                            pf_frame *dst);
+/* (read_into: dst->icc is the one metadata field these set: replaced by the image's profile,
+ * or NULL; the old reference is dropped.) */
+
+/* Reading with options. */
+typedef struct pf_image_read_params {
+    pf_pixfmt want;           /* as pf_image_read's want; default PF_PIXFMT_NONE */
+    bool keep_orientation;    /* true: pixels in stored order, the EXIF orientation is not
+                                 applied (info->width/height are then the stored ones);
+                                 default false */
+} pf_image_read_params;
+
+PF_API pf_image_read_params pf_image_read_params_default(void);
+
+/* pf_image_read with params `p` (NULL = defaults); when `info` is not NULL it receives the
+ * image's header (sizes as returned in *out). Same ownership, threading and errors. */
+PF_API pf_status pf_image_read_with(const char *path, const pf_image_read_params *p,
+                                    pf_frame *out, pf_image_info *info);
 
 typedef struct pf_image_write_params {
     pf_image_format format;   /* AUTO = from the path's extension (.png, .jpg, .jpeg,

@@ -387,6 +387,17 @@ PF_API pf_status pf_ops_mask_argmax(pf_ops *ops, const pf_tensor *src, pf_tensor
 PF_API pf_status pf_ops_mask_temporal(pf_ops *ops, pf_tensor *state, const pf_tensor *mask,
                                       float alpha, bool reset);
 
+/* pf_ops_mask_temporal that also starts over at a scene cut: when the mean absolute difference
+ * between mask and state, (1/n) * sum |mask - state|, exceeds `cut` (0 < cut <= 1; 0 = never),
+ * state = mask as with reset, so the previous shot's mask does not ghost into the new one for
+ * several frames. Masks are probabilities in [0, 1]: a cut of 0.1 means a tenth of the frame
+ * changed from person to background (or the reverse) at once; a person moving between frames
+ * stays far below it. The CPU sums in double in index order; CUDA sums in float on the device
+ * (no host round trip), so a mean within float rounding of `cut` may be decided differently.
+ * Errors as pf_ops_mask_temporal, and PF_ERR_INVALID for cut outside [0, 1]. */
+PF_API pf_status pf_ops_mask_temporal_cut(pf_ops *ops, pf_tensor *state, const pf_tensor *mask,
+                                          float alpha, float cut, bool reset);
+
 /* Feathering: separable Gaussian blur of an f32 mask [..., H, W], standard
  * deviation `sigma` pixels (0 < sigma <= 64), kernel radius ceil(3 sigma),
  * weights normalised to sum 1, edges clamped. src and dst may not alias.

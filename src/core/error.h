@@ -5,8 +5,14 @@
 #include "pixflow/core.h"
 
 /* Stores the formatted detail as the calling thread's last error and returns
- * `status`, so call sites read: return pf_set_error(PF_ERR_INVALID, "...", ...); */
+ * `status`, so call sites read: return pf_set_error(PF_ERR_INVALID, "...", ...);
+ * Arguments may point into the error slot (pf_last_error()): the message is formatted
+ * apart and copied in. */
 pf_status pf_set_error(pf_status status, const char *fmt, ...) PF_PRINTF(2, 3);
+
+/* Puts "<formatted prefix>: " before the calling thread's last error (the usual way to add
+ * context to a callee's message) and returns `status`. */
+pf_status pf_error_prefix(pf_status status, const char *fmt, ...) PF_PRINTF(2, 3);
 
 #define PF_LOGE(...) pf_log(PF_LOG_ERROR, __VA_ARGS__)
 #define PF_LOGW(...) pf_log(PF_LOG_WARN, __VA_ARGS__)

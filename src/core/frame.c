@@ -181,6 +181,7 @@ void pf_frame_ref(pf_frame *dst, const pf_frame *src)
     *dst = *src;
     for (int p = 0; p < PF_FRAME_MAX_PLANES; p++) pf_buffer_ref(dst->buf[p]);
     pf_buffer_ref(dst->meta);
+    pf_buffer_ref(dst->icc);
 }
 
 void pf_frame_unref(pf_frame *f)
@@ -188,6 +189,7 @@ void pf_frame_unref(pf_frame *f)
     if (!f) return;
     for (int p = 0; p < PF_FRAME_MAX_PLANES; p++) pf_buffer_unref(&f->buf[p]);
     pf_buffer_unref(&f->meta);
+    pf_buffer_unref(&f->icc);
     frame_reset(f);
 }
 

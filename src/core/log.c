@@ -1,6 +1,7 @@
 /* Logging: a level, a sink (stderr or the user's callback), PIXFLOW_LOG. */
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,18 +23,26 @@ const char *pf_log_level_name(pf_log_level level)
     return level_names[level];
 }
 
-pf_status pf_log_level_parse(const char *name, pf_log_level *out)
+/* Parses without touching the error slot: pf_log_get_level() uses it, and pf_set_error() logs,
+ * so reporting a bad PIXFLOW_LOG through pf_set_error() would ask for the level it is reading. */
+static bool parse_level(const char *name, pf_log_level *out)
 {
-    if (!name || !out) return pf_set_error(PF_ERR_INVALID, "pf_log_level_parse: NULL argument");
     if (!strcmp(name, "quiet")) {
         *out = PF_LOG_QUIET;
-        return PF_OK;
+        return true;
     }
     for (int i = 0; i <= PF_LOG_TRACE; i++)
         if (!strcmp(name, level_names[i])) {
             *out = (pf_log_level)i;
-            return PF_OK;
+            return true;
         }
+    return false;
+}
+
+pf_status pf_log_level_parse(const char *name, pf_log_level *out)
+{
+    if (!name || !out) return pf_set_error(PF_ERR_INVALID, "pf_log_level_parse: NULL argument");
+    if (parse_level(name, out)) return PF_OK;
     return pf_set_error(PF_ERR_INVALID,
                         "unknown log level '%s' (expected quiet|error|warn|info|debug|trace)",
                         name);
@@ -45,12 +54,15 @@ pf_log_level pf_log_get_level(void)
     if (lv == -2) {
         pf_log_level parsed = PF_LOG_WARN;
         const char *env = getenv("PIXFLOW_LOG");
-        if (env && *env && pf_log_level_parse(env, &parsed) != PF_OK) {
-            fprintf(stderr, "pixflow: warn: ignoring PIXFLOW_LOG='%s'\n", env);
-            parsed = PF_LOG_WARN;
-        }
+        bool bad = env && *env && !parse_level(env, &parsed);
+        if (bad) parsed = PF_LOG_WARN;
         int expected = -2;
-        atomic_compare_exchange_strong(&log_level, &expected, (int)parsed);
+        /* Only the thread that settles the level warns, so a bad value is reported once. */
+        if (atomic_compare_exchange_strong(&log_level, &expected, (int)parsed) && bad)
+            fprintf(stderr,
+                    "pixflow: warn: ignoring PIXFLOW_LOG='%s' (expected "
+                    "quiet|error|warn|info|debug|trace); using 'warn'\n",
+                    env);
         lv = atomic_load(&log_level);
     }
     return (pf_log_level)lv;
@@ -66,9 +78,15 @@ void pf_log_set_callback(pf_log_fn fn, void *user)
     pf_mutex_unlock(&sink_lock);
 }
 
+/* Set while this thread is inside pf_log(): a user callback (or anything it calls) that logs or
+ * sets an error would otherwise re-enter the sink, deadlock on sink_lock or recurse without end.
+ * Such nested messages are dropped. */
+static _Thread_local bool in_log;
+
 void pf_log(pf_log_level level, const char *fmt, ...)
 {
-    if (level < PF_LOG_ERROR || level > pf_log_get_level()) return;
+    if (in_log || level < PF_LOG_ERROR || level > pf_log_get_level()) return;
+    in_log = true;
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -80,4 +98,5 @@ void pf_log(pf_log_level level, const char *fmt, ...)
     else
         fprintf(stderr, "pixflow: %s: %s\n", pf_log_level_name(level), msg);
     pf_mutex_unlock(&sink_lock);
+    in_log = false;
 }

@@ -31,12 +31,27 @@ const char *pf_status_str(pf_status status)
 
 pf_status pf_set_error(pf_status status, const char *fmt, ...)
 {
+    /* Format into scratch, then copy: an argument may point into last_error itself
+     * (pf_set_error(st, "x: %s", pf_last_error())), and vsnprintf with overlapping source and
+     * destination is undefined (glibc overwrites the message while still reading it). */
+    char scratch[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(scratch, sizeof scratch, fmt, ap);
     va_end(ap);
+    memcpy(last_error, scratch, strlen(scratch) + 1);
     pf_log(PF_LOG_DEBUG, "%s: %s", pf_status_str(status), last_error);
     return status;
+}
+
+pf_status pf_error_prefix(pf_status status, const char *fmt, ...)
+{
+    char prefix[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    return pf_set_error(status, "%s: %s", prefix, last_error);
 }
 
 const char *pf_last_error(void) { return last_error; }

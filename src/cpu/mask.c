@@ -309,7 +309,11 @@ static void temporal_job(void *user, int ith, int nth)
 
 pf_status pf_cpu_mask_temporal(pf_ops *ops, const pf_mk_temporal *a)
 {
-    return run(ops, threads_for(ops, a->n, MIN_ELEMS), temporal_job, (void *)a);
+    /* The scene-cut test reads every value once, single-threaded in index order like the
+     * reference (one pass over a model-sized mask: cheap next to the model). */
+    pf_mk_temporal b = *a;
+    if (!b.reset && b.cut > 0 && pf_mk_mean_abs_diff(b.mask, b.state, b.n) > b.cut) b.reset = 1;
+    return run(ops, threads_for(ops, b.n, MIN_ELEMS), temporal_job, &b);
 }
 
 /* Separable passes ----------------------------------------------------------------------------- */

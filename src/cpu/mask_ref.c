@@ -67,12 +67,20 @@ pf_status pf_ref_mask_argmax(pf_ops *ops, const pf_mk_argmax *a)
     return PF_OK;
 }
 
+double pf_mk_mean_abs_diff(const float *a, const float *b, int64_t n)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += fabs((double)a[i] - (double)b[i]);
+    return n > 0 ? sum / (double)n : 0.0;
+}
+
 pf_status pf_ref_mask_temporal(pf_ops *ops, const pf_mk_temporal *a)
 {
     (void)ops;
+    bool reset = a->reset || (a->cut > 0 && pf_mk_mean_abs_diff(a->mask, a->state, a->n) > a->cut);
     for (int64_t i = 0; i < a->n; i++)
-        a->state[i] = a->reset ? a->mask[i]
-                               : a->alpha * a->mask[i] + (1.0f - a->alpha) * a->state[i];
+        a->state[i] = reset ? a->mask[i]
+                            : a->alpha * a->mask[i] + (1.0f - a->alpha) * a->state[i];
     return PF_OK;
 }
 

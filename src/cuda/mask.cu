@@ -280,11 +280,24 @@ MK_HD void temporal_body(float *state, const float *mask, int64_t i, float alpha
     st_f32<V>(state, i, o);
 }
 
+/* Sum of |mask - state| into *sum (zeroed before): the scene-cut test. The decision is read by
+ * temporal_kernel on the device, so the stream never waits for the host. */
+__global__ void __launch_bounds__(EW_THREADS)
+    abs_diff_sum_kernel(const float *state, const float *mask, int64_t n, float *sum)
+{
+    float acc = 0.0f;
+    for (int64_t i = gtid(); i < n; i += gstride()) acc += fabsf(mask[i] - state[i]);
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+    if ((threadIdx.x & 31) == 0) atomicAdd(sum, acc);
+}
+
+/* cut_sum non-NULL: reset also when *cut_sum (abs_diff_sum_kernel's) exceeds cut_limit. */
 template <int V>
 __global__ void __launch_bounds__(EW_THREADS)
     temporal_kernel(float *state, const float *mask, int64_t n, float alpha, float beta,
-                    bool reset)
+                    bool reset, const float *cut_sum, float cut_limit)
 {
+    if (cut_sum && *cut_sum > cut_limit) reset = true;
     const int64_t groups = n / V;
     for (int64_t g = gtid(); g < groups; g += gstride())
         temporal_body<V>(state, mask, g * V, alpha, beta, reset);
@@ -574,13 +587,28 @@ extern "C" pf_status pf_cuda_mask_temporal(pf_ops *ops, const pf_mk_temporal *a)
     pf_status st = begin(ops, &s);
     if (st != PF_OK) return st;
     const float beta = 1.0f - a->alpha; /* the reference's (1.0f - alpha) */
-    if (aligned(a->state, 16) && aligned(a->mask, 16))
+    float *cut_sum = NULL;
+    /* Sum in float with atomics: a mean right at the threshold may be decided differently
+     * from the CPU's double sum (ops.h says so). */
+    const float cut_limit = (float)((double)a->cut * (double)a->n);
+    cudaError_t err = cudaSuccess;
+    if (!a->reset && a->cut > 0) {
+        void *mem = NULL;
+        st = pf_ops_scratch(ops, sizeof(float), &mem);
+        if (st != PF_OK) return st;
+        cut_sum = (float *)mem;
+        err = cudaMemsetAsync(cut_sum, 0, sizeof(float), s);
+        if (err == cudaSuccess)
+            abs_diff_sum_kernel<<<ew_blocks(a->n), EW_THREADS, 0, s>>>(a->state, a->mask, a->n,
+                                                                      cut_sum);
+    }
+    if (err == cudaSuccess && aligned(a->state, 16) && aligned(a->mask, 16))
         temporal_kernel<4><<<ew_blocks(a->n / 4 + 1), EW_THREADS, 0, s>>>(
-            a->state, a->mask, a->n, a->alpha, beta, a->reset != 0);
-    else
-        temporal_kernel<1><<<ew_blocks(a->n), EW_THREADS, 0, s>>>(a->state, a->mask, a->n,
-                                                                   a->alpha, beta, a->reset != 0);
-    cudaError_t err = cudaGetLastError();
+            a->state, a->mask, a->n, a->alpha, beta, a->reset != 0, cut_sum, cut_limit);
+    else if (err == cudaSuccess)
+        temporal_kernel<1><<<ew_blocks(a->n), EW_THREADS, 0, s>>>(
+            a->state, a->mask, a->n, a->alpha, beta, a->reset != 0, cut_sum, cut_limit);
+    if (err == cudaSuccess) err = cudaGetLastError();
     if (err != cudaSuccess)
         return pf_cuda_fail(err, "pf_ops_mask_temporal: kernel launch (%lld values) on %s",
                             (long long)a->n, ops->dev->spec);

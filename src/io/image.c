@@ -50,19 +50,37 @@ static pf_status sniff(const uint8_t *data, size_t size, const char *name, pf_im
     return pf_set_error(PF_ERR_FORMAT, "%s: not a PNG or JPEG image (unknown signature)", name);
 }
 
-static pf_status probe_mem(const uint8_t *data, size_t size, const char *name,
-                           pf_image_info *info)
+/* Header of the image: info in upright sizes (after the EXIF orientation) unless keep, the
+ * stored sizes in *sw, *sh, and when icc is not NULL the ICC profile (caller's reference). */
+static pf_status probe_full(const uint8_t *data, size_t size, const char *name, bool keep,
+                            pf_image_info *info, int *sw, int *sh, pf_buffer **icc)
 {
+    if (icc) *icc = NULL;
     pf_image_format fmt;
     pf_status st = sniff(data, size, name, &fmt);
     if (st != PF_OK) return st;
-    st = fmt == PF_IMAGE_PNG ? pf_png_probe(data, size, name, info)
-                             : pf_jpeg_probe(data, size, name, info);
+    st = fmt == PF_IMAGE_PNG ? pf_png_probe(data, size, name, info, icc)
+                             : pf_jpeg_probe(data, size, name, info, icc);
     if (st == PF_OK && (info->width <= 0 || info->height <= 0 ||
                         info->width > PF_FRAME_MAX_DIM || info->height > PF_FRAME_MAX_DIM))
-        return pf_set_error(PF_ERR_FORMAT, "%s: image size %dx%d is out of range (1..%d)", name,
-                            info->width, info->height, PF_FRAME_MAX_DIM);
-    return st;
+        st = pf_set_error(PF_ERR_FORMAT, "%s: image size %dx%d is out of range (1..%d)", name,
+                          info->width, info->height, PF_FRAME_MAX_DIM);
+    if (st != PF_OK) {
+        if (icc) pf_buffer_unref(icc);
+        return st;
+    }
+    if (sw) *sw = info->width;
+    if (sh) *sh = info->height;
+    if (!keep)
+        pf_image_oriented_size(info->orientation, info->width, info->height, &info->width,
+                               &info->height);
+    return PF_OK;
+}
+
+static pf_status probe_mem(const uint8_t *data, size_t size, const char *name,
+                           pf_image_info *info)
+{
+    return probe_full(data, size, name, false, info, NULL, NULL, NULL);
 }
 
 static pf_status decode_mem(const uint8_t *data, size_t size, const char *name, pf_frame *dst)
@@ -72,6 +90,21 @@ static pf_status decode_mem(const uint8_t *data, size_t size, const char *name, 
     if (st != PF_OK) return st;
     return fmt == PF_IMAGE_PNG ? pf_png_decode(data, size, name, dst)
                                : pf_jpeg_decode(data, size, name, dst);
+}
+
+/* Decodes into dst, turning the stored sw x sh pixels upright through a scratch frame when
+ * `orientation` moves them (dst is already the upright size). */
+static pf_status decode_oriented(const uint8_t *data, size_t size, const char *name,
+                                 int orientation, int sw, int sh, pf_frame *dst)
+{
+    if (orientation <= 1 || orientation > 8) return decode_mem(data, size, name, dst);
+    pf_frame stored = {0};
+    pf_status st = pf_frame_alloc(&stored, dst->format, sw, sh, NULL, NULL);
+    if (st != PF_OK) return pf_error_prefix(st, "%s", name);
+    st = decode_mem(data, size, name, &stored);
+    if (st == PF_OK) st = pf_image_orient(&stored, orientation, dst);
+    pf_frame_unref(&stored);
+    return st;
 }
 
 static bool image_format(pf_pixfmt f)
@@ -112,19 +145,30 @@ static pf_status check_want(const char *name, pf_pixfmt want)
 }
 
 static pf_status read_mem_new(const uint8_t *data, size_t size, const char *name, pf_pixfmt want,
-                              pf_frame *out)
+                              bool keep, pf_frame *out, pf_image_info *info_out)
 {
     pf_status st = check_want(name, want);
     if (st != PF_OK) return st;
     pf_image_info info;
-    st = probe_mem(data, size, name, &info);
+    int sw = 0, sh = 0;
+    pf_buffer *icc = NULL;
+    st = probe_full(data, size, name, keep, &info, &sw, &sh, &icc);
     if (st != PF_OK) return st;
     if (want == PF_PIXFMT_NONE) want = info.format;
     st = pf_frame_alloc(out, want, info.width, info.height, NULL, NULL);
-    if (st != PF_OK) return pf_set_error(st, "%s: %s", name, pf_last_error());
-    st = decode_mem(data, size, name, out);
-    if (st != PF_OK) pf_frame_unref(out);
-    return st;
+    if (st != PF_OK) {
+        pf_buffer_unref(&icc);
+        return pf_error_prefix(st, "%s", name);
+    }
+    st = decode_oriented(data, size, name, keep ? 1 : info.orientation, sw, sh, out);
+    if (st != PF_OK) {
+        pf_buffer_unref(&icc);
+        pf_frame_unref(out);
+        return st;
+    }
+    out->icc = icc;
+    if (info_out) *info_out = info;
+    return PF_OK;
 }
 
 pf_status pf_image_read_memory(const void *data, size_t size, const char *name, pf_pixfmt want,
@@ -133,29 +177,72 @@ pf_status pf_image_read_memory(const void *data, size_t size, const char *name, 
     PF_CHECK_ARG(out, "pf_image_read_memory", "out is NULL");
     memset(out, 0, sizeof *out);
     PF_CHECK_ARG(data || size == 0, "pf_image_read_memory", "data is NULL");
-    return read_mem_new(data, size, name ? name : "<memory>", want, out);
+    return read_mem_new(data, size, name ? name : "<memory>", want, false, out, NULL);
 }
 
-pf_status pf_image_read(const char *path, pf_pixfmt want, pf_frame *out)
+/* pf_image_read and pf_image_read_with (`fn` names the caller in argument errors). */
+static pf_status read_file_new(const char *fn, const char *path, pf_pixfmt want, bool keep,
+                               pf_frame *out, pf_image_info *info)
 {
-    PF_CHECK_ARG(out, "pf_image_read", "out is NULL");
+    PF_CHECK_ARG(out, fn, "out is NULL");
     memset(out, 0, sizeof *out);
-    PF_CHECK_ARG(path, "pf_image_read", "path is NULL");
+    if (info) memset(info, 0, sizeof *info);
+    PF_CHECK_ARG(path, fn, "path is NULL");
     pf_status st = check_want(pf_io_in_name(path), want);
     if (st != PF_OK) return st;
     uint8_t *data = NULL;
     size_t size = 0;
     st = pf_io_read_file(path, &data, &size);
-    if (st == PF_OK) st = read_mem_new(data, size, pf_io_in_name(path), want, out);
+    if (st == PF_OK) st = read_mem_new(data, size, pf_io_in_name(path), want, keep, out, info);
     free(data);
     return st;
+}
+
+pf_status pf_image_read(const char *path, pf_pixfmt want, pf_frame *out)
+{
+    return read_file_new("pf_image_read", path, want, false, out, NULL);
+}
+
+pf_image_read_params pf_image_read_params_default(void)
+{
+    pf_image_read_params p;
+    memset(&p, 0, sizeof p);
+    p.want = PF_PIXFMT_NONE;
+    return p;
+}
+
+pf_status pf_image_read_with(const char *path, const pf_image_read_params *p, pf_frame *out,
+                             pf_image_info *info)
+{
+    pf_image_read_params def = pf_image_read_params_default();
+    if (!p) p = &def;
+    return read_file_new("pf_image_read_with", path, p->want, p->keep_orientation, out, info);
 }
 
 static pf_status read_mem_into(const uint8_t *data, size_t size, const char *name, pf_frame *dst)
 {
     pf_status st = pf_io_check_image_frame("pf_image_read_into", name, dst);
     if (st != PF_OK) return st;
-    return decode_mem(data, size, name, dst);
+    pf_image_info info;
+    int sw = 0, sh = 0;
+    pf_buffer *icc = NULL;
+    st = probe_full(data, size, name, false, &info, &sw, &sh, &icc);
+    if (st != PF_OK) return st;
+    if (dst->width != info.width || dst->height != info.height) {
+        pf_buffer_unref(&icc);
+        return pf_set_error(PF_ERR_INVALID, "%s: the image is %dx%d%s but the frame is %dx%d",
+                            name, info.width, info.height,
+                            info.orientation > 1 ? " (upright, after its EXIF orientation)" : "",
+                            dst->width, dst->height);
+    }
+    st = decode_oriented(data, size, name, info.orientation, sw, sh, dst);
+    if (st != PF_OK) {
+        pf_buffer_unref(&icc);
+        return st;
+    }
+    pf_buffer_unref(&dst->icc);
+    dst->icc = icc;
+    return PF_OK;
 }
 
 pf_status pf_image_read_memory_into(const void *data, size_t size, const char *name,

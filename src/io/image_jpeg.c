@@ -46,6 +46,7 @@ typedef struct jpeg_job {
     JSAMPROW *rows;
     unsigned char *out;          /* jpeg_mem_dest's buffer (malloc'd by libjpeg) */
     unsigned long out_size;
+    pf_buffer **icc;             /* probe: where the ICC profile goes (NULL: not wanted) */
     pf_image_info hdr;
     pf_status status;
     char msg[JMSG_LENGTH_MAX + 64];
@@ -115,6 +116,30 @@ static J_COLOR_SPACE out_space(pf_pixfmt f)
     }
 }
 
+/* The EXIF orientation and ICC profile of the saved markers (probe only). */
+static pf_status probe_meta(jpeg_job *j)
+{
+    for (jpeg_saved_marker_ptr m = j->d.marker_list; m; m = m->next)
+        if (m->marker == JPEG_APP0 + 1 && m->data_length > 6 && !memcmp(m->data, "Exif\0\0", 6)) {
+            j->hdr.orientation = pf_exif_orientation(m->data + 6, m->data_length - 6);
+            break;
+        }
+    JOCTET *prof = NULL;
+    unsigned int prof_n = 0;
+    /* Reassembles the APP2 chunks in sequence order; FALSE when absent or inconsistent. */
+    if (jpeg_read_icc_profile(&j->d, &prof, &prof_n) && prof && prof_n) {
+        j->hdr.icc_size = prof_n;
+        pf_status st = j->icc ? pf_io_icc_buffer(prof, prof_n, j->name, j->icc) : PF_OK;
+        free(prof); /* malloc'd by libjpeg */
+        if (st != PF_OK) {
+            j->status = st;
+            snprintf(j->msg, sizeof j->msg, "out of host memory for the ICC profile");
+            return st;
+        }
+    }
+    return PF_OK;
+}
+
 static pf_status decode_run(jpeg_job *j)
 {
     if (setjmp(j->jmp)) return j->status != PF_OK ? j->status : PF_ERR_FORMAT;
@@ -122,7 +147,13 @@ static pf_status decode_run(jpeg_job *j)
     jpeg_create_decompress(&j->d);
     j->d_made = true;
     jpeg_mem_src(&j->d, j->data, (unsigned long)j->size);
+    if (!j->dst) {
+        /* Probe: keep APP1 (EXIF orientation) and APP2 (ICC profile chunks). */
+        jpeg_save_markers(&j->d, JPEG_APP0 + 1, 0xffff);
+        jpeg_save_markers(&j->d, JPEG_APP0 + 2, 0xffff);
+    }
     jpeg_read_header(&j->d, TRUE);
+    j->hdr.orientation = 1;
     j->hdr.width = (int)j->d.image_width;
     j->hdr.height = (int)j->d.image_height;
     j->hdr.container = PF_IMAGE_JPEG;
@@ -141,7 +172,7 @@ static pf_status decode_run(jpeg_job *j)
                  j->d.data_precision);
         return j->status;
     }
-    if (!j->dst) return PF_OK;
+    if (!j->dst) return probe_meta(j);
     pf_frame *dst = j->dst;
     if (dst->width != j->hdr.width || dst->height != j->hdr.height) {
         j->status = PF_ERR_INVALID;
@@ -171,8 +202,9 @@ static pf_status decode_run(jpeg_job *j)
 }
 
 static pf_status decode(const uint8_t *data, size_t size, const char *name, pf_frame *dst,
-                        pf_image_info *info)
+                        pf_image_info *info, pf_buffer **icc)
 {
+    if (icc) *icc = NULL;
     if (!pf_jpeg_sniff(data, size))
         return pf_set_error(PF_ERR_FORMAT, "%s: not a JPEG file (no SOI marker)", name);
     jpeg_job *j = calloc(1, sizeof *j);
@@ -181,6 +213,7 @@ static pf_status decode(const uint8_t *data, size_t size, const char *name, pf_f
     j->data = data;
     j->size = size;
     j->dst = dst;
+    j->icc = icc;
     init_err(j);
     pf_status st = PF_OK;
     if (dst) {
@@ -195,19 +228,21 @@ static pf_status decode(const uint8_t *data, size_t size, const char *name, pf_f
     }
     if (j->d_made) jpeg_destroy_decompress(&j->d);
     if (st == PF_OK && info) *info = j->hdr;
+    if (st != PF_OK && icc) pf_buffer_unref(icc);
     free(j->rows);
     free(j);
     return st;
 }
 
-pf_status pf_jpeg_probe(const uint8_t *data, size_t size, const char *name, pf_image_info *info)
+pf_status pf_jpeg_probe(const uint8_t *data, size_t size, const char *name, pf_image_info *info,
+                        pf_buffer **icc)
 {
-    return decode(data, size, name, NULL, info);
+    return decode(data, size, name, NULL, info, icc);
 }
 
 pf_status pf_jpeg_decode(const uint8_t *data, size_t size, const char *name, pf_frame *dst)
 {
-    return decode(data, size, name, dst, NULL);
+    return decode(data, size, name, dst, NULL, NULL);
 }
 
 static pf_status encode_run(jpeg_job *j)
@@ -245,6 +280,8 @@ static pf_status encode_run(jpeg_job *j)
         j->c.comp_info[0].v_samp_factor = 1;
     }
     jpeg_start_compress(&j->c, TRUE);
+    if (pf_io_icc_fits(f->icc, f->format))
+        jpeg_write_icc_profile(&j->c, pf_buffer_data(f->icc), (unsigned)pf_buffer_size(f->icc));
     for (int y = 0; y < f->height; y++) j->rows[y] = f->data[0] + (size_t)y * f->stride[0];
     while (j->c.next_scanline < j->c.image_height) {
         JDIMENSION done = j->c.next_scanline;
@@ -289,9 +326,11 @@ static pf_status no_jpeg(const char *name)
     return pf_set_error(PF_ERR_UNSUPPORTED, "%s: JPEG: pixflow was built without libjpeg", name);
 }
 
-pf_status pf_jpeg_probe(const uint8_t *data, size_t size, const char *name, pf_image_info *info)
+pf_status pf_jpeg_probe(const uint8_t *data, size_t size, const char *name, pf_image_info *info,
+                        pf_buffer **icc)
 {
     (void)data, (void)size, (void)info;
+    if (icc) *icc = NULL;
     return no_jpeg(name);
 }
 

@@ -33,6 +33,7 @@ typedef struct png_job {
     png_structp png;
     png_infop info;
     png_bytep *rows;
+    pf_buffer **icc;        /* probe: where the ICC profile goes (NULL: not wanted) */
     pf_image_info hdr;
     pf_status status;       /* set before any longjmp */
     char msg[256];
@@ -123,7 +124,27 @@ static pf_status decode_run(png_job *j)
                                                            : (int)png_get_channels(j->png, j->info) +
                                                                  (trns ? 1 : 0);
     j->hdr.interlaced = interlace != PNG_INTERLACE_NONE;
-    if (!j->dst) return PF_OK;
+    j->hdr.orientation = 1;
+    if (!j->dst) {
+        /* eXIf (PNG 1.5 extension) carries the same TIFF block as a JPEG's APP1. */
+        png_uint_32 exif_n = 0;
+        png_bytep exif = NULL;
+        if (png_get_eXIf_1(j->png, j->info, &exif_n, &exif) && exif)
+            j->hdr.orientation = pf_exif_orientation(exif, exif_n);
+        png_charp icc_name = NULL;
+        png_bytep prof = NULL;
+        png_uint_32 prof_n = 0;
+        int comp = 0;
+        if (png_get_iCCP(j->png, j->info, &icc_name, &comp, &prof, &prof_n) && prof && prof_n) {
+            j->hdr.icc_size = prof_n;
+            if (j->icc && pf_io_icc_buffer(prof, prof_n, j->name, j->icc) != PF_OK) {
+                j->status = PF_ERR_NOMEM;
+                snprintf(j->msg, sizeof j->msg, "out of host memory for the ICC profile");
+                return j->status;
+            }
+        }
+        return PF_OK;
+    }
 
     pf_frame *dst = j->dst;
     if (dst->width != (int)w || dst->height != (int)h) {
@@ -150,11 +171,12 @@ static pf_status decode_run(png_job *j)
 }
 
 static pf_status decode(const uint8_t *data, size_t size, const char *name, pf_frame *dst,
-                        pf_image_info *info)
+                        pf_image_info *info, pf_buffer **icc)
 {
+    if (icc) *icc = NULL;
     if (!pf_png_sniff(data, size))
         return pf_set_error(PF_ERR_FORMAT, "%s: not a PNG file (bad signature)", name);
-    png_job j = {.name = name, .data = data, .size = size, .dst = dst};
+    png_job j = {.name = name, .data = data, .size = size, .dst = dst, .icc = icc};
     if (dst) {
         j.rows = malloc(sizeof *j.rows * (size_t)dst->height);
         if (!j.rows) return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", name);
@@ -173,17 +195,19 @@ static pf_status decode(const uint8_t *data, size_t size, const char *name, pf_f
     png_destroy_read_struct(j.png ? &j.png : NULL, j.info ? &j.info : NULL, NULL);
     free(j.rows);
     if (st == PF_OK && info) *info = j.hdr;
+    if (st != PF_OK && icc) pf_buffer_unref(icc);
     return st;
 }
 
-pf_status pf_png_probe(const uint8_t *data, size_t size, const char *name, pf_image_info *info)
+pf_status pf_png_probe(const uint8_t *data, size_t size, const char *name, pf_image_info *info,
+                       pf_buffer **icc)
 {
-    return decode(data, size, name, NULL, info);
+    return decode(data, size, name, NULL, info, icc);
 }
 
 pf_status pf_png_decode(const uint8_t *data, size_t size, const char *name, pf_frame *dst)
 {
-    return decode(data, size, name, dst, NULL);
+    return decode(data, size, name, dst, NULL, NULL);
 }
 
 static void write_mem(png_structp png, png_bytep data, size_t n)
@@ -214,6 +238,14 @@ static pf_status encode_run(png_job *j)
     if (j->level == 0) png_set_filter(j->png, 0, PNG_FILTER_NONE);
     png_set_IHDR(j->png, j->info, (png_uint_32)f->width, (png_uint_32)f->height, 8, color_type,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    /* The profile is carried as it came: no rewrite of "known incorrect" sRGB profiles (libpng
+     * refuses those on write by default), and a profile libpng still rejects is left out with
+     * a warning (logged) instead of failing the image. */
+    png_set_option(j->png, PNG_SKIP_sRGB_CHECK_PROFILE, PNG_OPTION_ON);
+    png_set_benign_errors(j->png, 1);
+    if (pf_io_icc_fits(f->icc, f->format))
+        png_set_iCCP(j->png, j->info, "ICC profile", PNG_COMPRESSION_TYPE_BASE,
+                     pf_buffer_data(f->icc), (png_uint_32)pf_buffer_size(f->icc));
     png_write_info(j->png, j->info);
     if (f->format == PF_PIXFMT_BGR24) png_set_bgr(j->png);
     for (int y = 0; y < f->height; y++) j->rows[y] = f->data[0] + (size_t)y * f->stride[0];
@@ -250,9 +282,11 @@ static pf_status no_png(const char *name)
     return pf_set_error(PF_ERR_UNSUPPORTED, "%s: PNG: pixflow was built without libpng", name);
 }
 
-pf_status pf_png_probe(const uint8_t *data, size_t size, const char *name, pf_image_info *info)
+pf_status pf_png_probe(const uint8_t *data, size_t size, const char *name, pf_image_info *info,
+                       pf_buffer **icc)
 {
     (void)data, (void)size, (void)info;
+    if (icc) *icc = NULL;
     return no_png(name);
 }
 

@@ -54,17 +54,38 @@ pf_status pf_io_check_image_frame(const char *fn, const char *name, const pf_fra
 /* Whether the frame's plane 0 can be read/written by the CPU. */
 bool pf_io_host_frame(const pf_frame *f);
 
+/* Image metadata (image_meta.c) ------------------------------------------------------------ */
+
+/* The Orientation tag (1..8) of an EXIF TIFF block (from "II"/"MM" on); 1 when absent or
+ * malformed. */
+int pf_exif_orientation(const uint8_t *tiff, size_t n);
+/* Size of a w x h stored image once `orientation` is applied (5..8 swap the sides). */
+void pf_image_oriented_size(int orientation, int w, int h, int *ow, int *oh);
+/* Writes src (stored order) turned/flipped upright into dst (same format, oriented size). */
+pf_status pf_image_orient(const pf_frame *src, int orientation, pf_frame *dst);
+/* A new host buffer holding a copy of the `size` profile bytes. */
+pf_status pf_io_icc_buffer(const void *data, size_t size, const char *name, pf_buffer **out);
+/* Whether the profile's colour space suits an image of format fmt ('GRAY' for GRAY8, else
+ * 'RGB '): an encoder embeds only a profile that fits. */
+bool pf_io_icc_fits(const pf_buffer *icc, pf_pixfmt fmt);
+
 /* Codecs ----------------------------------------------------------------------------------
  * Decoders read `size` bytes at `data` (`name` for messages). probe fills
- * info from the header. decode writes into dst (already sized to the image
- * and of an image format), converting as io.h describes. Encoders append the
- * file's bytes to *out. Without the library each returns PF_ERR_UNSUPPORTED. */
+ * info from the header, in stored order (width and height before the EXIF
+ * orientation, which it reports in info->orientation), and when icc is not
+ * NULL sets *icc to a new buffer holding the embedded ICC profile (NULL if
+ * none). decode writes into dst (already sized to the stored image and of an
+ * image format), converting as io.h describes. Encoders append the file's
+ * bytes to *out, with f->icc embedded when it fits the output. Without the
+ * library each returns PF_ERR_UNSUPPORTED. */
 bool pf_png_sniff(const uint8_t *data, size_t size);
 bool pf_jpeg_sniff(const uint8_t *data, size_t size);
-pf_status pf_png_probe(const uint8_t *data, size_t size, const char *name, pf_image_info *info);
+pf_status pf_png_probe(const uint8_t *data, size_t size, const char *name, pf_image_info *info,
+                       pf_buffer **icc);
 pf_status pf_png_decode(const uint8_t *data, size_t size, const char *name, pf_frame *dst);
 pf_status pf_png_encode(const pf_frame *f, int level, const char *name, pf_membuf *out);
-pf_status pf_jpeg_probe(const uint8_t *data, size_t size, const char *name, pf_image_info *info);
+pf_status pf_jpeg_probe(const uint8_t *data, size_t size, const char *name, pf_image_info *info,
+                        pf_buffer **icc);
 pf_status pf_jpeg_decode(const uint8_t *data, size_t size, const char *name, pf_frame *dst);
 pf_status pf_jpeg_encode(const pf_frame *f, int quality, bool subsample_444, const char *name,
                          pf_membuf *out);

@@ -206,14 +206,18 @@ pf_status pf_ir_fuse_activations(pf_ir_graph *g, int *n_fused)
     return PF_OK;
 }
 
-static void replace_uses(pf_ir_graph *g, int from, int to)
+/* The value v stands for once bypassed identities are followed (alias[v] < 0: itself); compresses
+ * the path so chains of identities resolve in amortised constant time. */
+static int resolve_alias(int *alias, int v)
 {
-    for (int k = 0; k < g->n_nodes; k++) {
-        pf_ir_node *n = &g->nodes[k];
-        if (n->dead) continue;
-        for (int i = 0; i < n->n_in; i++)
-            if (n->in[i] == from) n->in[i] = to;
+    int r = v;
+    while (alias[r] >= 0) r = alias[r];
+    while (alias[v] >= 0) {
+        int next = alias[v];
+        alias[v] = r;
+        v = next;
     }
+    return r;
 }
 
 pf_status pf_ir_remove_dead(pf_ir_graph *g, int *n_removed)
@@ -222,20 +226,40 @@ pf_status pf_ir_remove_dead(pf_ir_graph *g, int *n_removed)
     if (!g) return pf_set_error(PF_ERR_INVALID, "pf_ir_remove_dead: graph is NULL");
     int cnt = 0;
     pf_ir_recount(g);
+    /* Identities whose output is private are bypassed through an alias map applied to every
+     * input in one sweep (rewriting the consumers and recounting per identity made a chain of
+     * 100k identities quadratic). */
+    int *alias = malloc(sizeof(int) * (size_t)(g->n_values ? g->n_values : 1));
+    if (!alias) return pf_set_error(PF_ERR_NOMEM, "pf_ir_remove_dead: out of memory");
+    for (int i = 0; i < g->n_values; i++) alias[i] = -1;
+    bool any_alias = false;
+    for (int k = 0; k < g->n_nodes; k++) {
+        pf_ir_node *n = &g->nodes[k];
+        if (n->dead || n->op != PF_IR_IDENTITY || n->in[0] < 0) continue;
+        int x = resolve_alias(alias, n->in[0]), y = n->out[0];
+        if (g->values[x].dtype != g->values[y].dtype || g->values[y].is_output) continue;
+        alias[y] = x;
+        n->dead = true;
+        any_alias = true;
+        cnt++;
+    }
+    if (any_alias) {
+        for (int k = 0; k < g->n_nodes; k++) {
+            pf_ir_node *n = &g->nodes[k];
+            if (n->dead) continue;
+            for (int i = 0; i < n->n_in; i++)
+                if (n->in[i] >= 0) n->in[i] = resolve_alias(alias, n->in[i]);
+        }
+        pf_ir_recount(g);
+    }
+    free(alias);
+    /* An identity writing a graph output: the output's name must survive, so x's producer
+     * writes y directly when x is private to this identity. At most one per graph output. */
     for (int k = 0; k < g->n_nodes; k++) {
         pf_ir_node *n = &g->nodes[k];
         if (n->dead || n->op != PF_IR_IDENTITY || n->in[0] < 0) continue;
         int x = n->in[0], y = n->out[0];
-        if (g->values[x].dtype != g->values[y].dtype) continue;
-        if (!g->values[y].is_output) {
-            replace_uses(g, y, x);
-            n->dead = true;
-            cnt++;
-            pf_ir_recount(g);
-            continue;
-        }
-        /* y is a graph output: its name must survive, so x's producer writes
-         * y directly when x is private to this identity. */
+        if (g->values[x].dtype != g->values[y].dtype || !g->values[y].is_output) continue;
         int p = sole_producer(g, x);
         if (p < 0) continue;
         pf_ir_node *pn = &g->nodes[p];
@@ -243,7 +267,10 @@ pf_status pf_ir_remove_dead(pf_ir_graph *g, int *n_removed)
             if (pn->out[i] == x) pn->out[i] = y;
         n->dead = true;
         cnt++;
-        pf_ir_recount(g);
+        /* Kept current by hand (a recount per identity would be quadratic again). */
+        g->values[y].producer = p;
+        g->values[x].producer = -1;
+        g->values[x].n_uses = 0;
     }
     /* Consumers come after producers: one backward sweep finds every node
      * whose outputs end up unused. */

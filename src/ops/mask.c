@@ -270,6 +270,12 @@ pf_status pf_ops_mask_argmax(pf_ops *ops, const pf_tensor *src, pf_tensor *label
 pf_status pf_ops_mask_temporal(pf_ops *ops, pf_tensor *state, const pf_tensor *mask, float alpha,
                                bool reset)
 {
+    return pf_ops_mask_temporal_cut(ops, state, mask, alpha, 0.0f, reset);
+}
+
+pf_status pf_ops_mask_temporal_cut(pf_ops *ops, pf_tensor *state, const pf_tensor *mask,
+                                   float alpha, float cut, bool reset)
+{
     PF_CHECK_ARG(ops, FN_TEMPORAL, "ops is NULL");
     pf_status st = check_tensor(ops, FN_TEMPORAL, state, "state");
     if (st == PF_OK) st = check_tensor(ops, FN_TEMPORAL, mask, "mask");
@@ -280,10 +286,13 @@ pf_status pf_ops_mask_temporal(pf_ops *ops, pf_tensor *state, const pf_tensor *m
     if (!(alpha > 0.0f && alpha <= 1.0f)) /* also rejects NaN */
         return pf_set_error(PF_ERR_INVALID, FN_TEMPORAL ": alpha %g outside (0, 1]",
                             (double)alpha);
+    if (!(cut >= 0.0f && cut <= 1.0f)) /* also rejects NaN */
+        return pf_set_error(PF_ERR_INVALID, FN_TEMPORAL ": scene-cut threshold %g outside [0, 1]",
+                            (double)cut);
     if (overlap(state, mask))
         return pf_set_error(PF_ERR_INVALID, FN_TEMPORAL ": mask overlaps state in memory");
     pf_mk_temporal a = {.state = state->data, .mask = mask->data, .n = pf_tensor_numel(state),
-                        .alpha = alpha, .reset = reset};
+                        .alpha = alpha, .reset = reset, .cut = cut};
     if (a.n == 0) return PF_OK;
     if (is_cpu(ops))
         return ops->reference ? pf_ref_mask_temporal(ops, &a) : pf_cpu_mask_temporal(ops, &a);

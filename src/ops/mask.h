@@ -65,7 +65,12 @@ typedef struct pf_mk_temporal {
     int64_t n;
     float alpha;          /* (0, 1] */
     int32_t reset;        /* state = mask */
+    float cut;            /* > 0: also state = mask when mean |mask - state| > cut (a scene cut) */
 } pf_mk_temporal;
+
+/* Mean of |a[i] - b[i]| over n values, summed in double in index order (the CPU paths' scene-cut
+ * test, so the reference and the optimised path decide alike). */
+double pf_mk_mean_abs_diff(const float *a, const float *b, int64_t n);
 
 /* Separable filters (feather, morphology) over `planes` planes of
  * height x width, stored one after another. */

@@ -65,7 +65,7 @@ static pf_status vsrc_generate(void *user, pf_stage_ctx *ctx, pf_item *out)
         st = pf_video_reader_create(&s->rp, &s->r);
         if (st == PF_OK) st = pf_video_reader_read(s->r, &f);
     }
-    if (st != PF_OK) return st == PF_EOF ? PF_EOF : pf_set_error(st, "io.video_source: %s", pf_last_error());
+    if (st != PF_OK) return st == PF_EOF ? PF_EOF : pf_error_prefix(st, "io.video_source");
     f.source = s->source;
     memset(out, 0, sizeof *out);
     out->frame = f;
@@ -239,7 +239,7 @@ static pf_status isrc_generate(void *user, pf_stage_ctx *ctx, pf_item *out)
     pf_mutex_unlock(&s->lock);
     pf_image_info info;
     pf_status st = pf_image_probe(path, &info);
-    if (st != PF_OK) return pf_set_error(st, "io.image_source: %s", pf_last_error());
+    if (st != PF_OK) return pf_error_prefix(st, "io.image_source");
     pf_pixfmt fmt = s->format != PF_PIXFMT_NONE ? s->format : info.format;
     pf_mutex_lock(&s->lock);
     if (!s->pool) {
@@ -275,7 +275,7 @@ static pf_status isrc_generate(void *user, pf_stage_ctx *ctx, pf_item *out)
     }
     if (st != PF_OK) {
         pf_frame_unref(&f);
-        return pf_set_error(st, "io.image_source: %s", pf_last_error());
+        return pf_error_prefix(st, "io.image_source");
     }
     f.pts = seq;
     f.index = seq;

@@ -20,8 +20,10 @@
  * dims 1. A single-channel output is re-described as [1, 1, H, W] without a
  * copy; several classes go through pf_ops_mask_argmax (softmax probability of
  * one class) or a channel slice. Then, optionally: temporal smoothing with
- * one state tensor per source (pf_ops_mask_temporal; reset when a source
- * restarts), feathering, and a resize to the frame's size. */
+ * one state tensor per source (pf_ops_mask_temporal_cut; reset when a source
+ * restarts, and at a scene cut: mean |mask - state| above `scene_cut`, 0.1 by
+ * default, so one shot's mask does not ghost into the next), feathering, and
+ * a resize to the frame's size. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -388,6 +390,8 @@ typedef struct mask_post_stage {
     bool softmax;
     int cls;
     float alpha;                /* temporal smoothing; 1 = off */
+    float cut;                  /* scene-cut threshold of the smoothing (mean |mask - state|);
+                                   0 = never */
     float feather;              /* sigma in mask pixels; 0 = off */
     bool to_frame;              /* resize to the item's frame */
     pf_interp interp;
@@ -557,8 +561,9 @@ static pf_status mp_temporal(mask_post_stage *s, pf_stage_ctx *ctx, pf_ops *ops,
     slot->used = true;
     slot->source = it->source;
     slot->last_seq = it->seq;
-    st = pf_ops_mask_temporal(ops, &slot->state, mask, s->alpha, reset);
-    if (st != PF_OK) return bi_item_failed(&s->base, it, st, "pf_ops_mask_temporal");
+    /* A scene cut starts over too (decided by the op, on the device when it runs there). */
+    st = pf_ops_mask_temporal_cut(ops, &slot->state, mask, s->alpha, s->cut, reset);
+    if (st != PF_OK) return bi_item_failed(&s->base, it, st, "pf_ops_mask_temporal_cut");
     /* The item leaves with a copy: the state changes with the next frame
      * while consumers may still read this one. A following feather or
      * resize makes that copy anyway. */
@@ -634,7 +639,7 @@ pf_status bi_mask_post_create(bi_args *a, pf_stage_desc *d)
     d->start = mp_start;
     d->stop = mp_stop;
     int64_t channel = -1, cls = -1;
-    double alpha = 1, feather = 0;
+    double alpha = 1, feather = 0, cut = 0.1;
     int size = 0, interp = PF_INTERP_BILINEAR;
     bool has_cls = bi_has(a, "class");
     st = bi_int(a, "channel", -1, -1, 4096, &channel);
@@ -647,12 +652,14 @@ pf_status bi_mask_post_create(bi_args *a, pf_stage_desc *d)
     if (st == PF_OK && s->softmax && channel >= 0)
         st = bi_error(a, "channel", "give either 'channel' or softmax with 'class', not both");
     if (st == PF_OK) st = bi_num(a, "alpha", 1, 0, true, 1, false, &alpha);
+    if (st == PF_OK) st = bi_num(a, "scene_cut", 0.1, 0, false, 1, false, &cut);
     if (st == PF_OK) st = bi_num(a, "feather", 0, 0, false, 64, false, &feather);
     if (st == PF_OK) st = bi_enum(a, "size", sizes, 0, &size);
     if (st == PF_OK) st = bi_enum(a, "interp", interps, PF_INTERP_BILINEAR, &interp);
     s->channel = (int)channel;
     s->cls = (int)cls;
     s->alpha = (float)alpha;
+    s->cut = (float)cut;
     s->feather = (float)feather;
     s->to_frame = size == 1;
     s->interp = (pf_interp)interp;

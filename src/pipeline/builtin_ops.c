@@ -24,13 +24,16 @@ static pf_status need_frame(bi_stage *s, const pf_item *it)
     return bi_item_error(s, it, PF_ERR_INVALID, "the item has no frame");
 }
 
-/* Gives `dst` the timing and origin of `src` (pts, time base, index, source). */
+/* Gives `dst` the timing and origin of `src` (pts, time base, index, source) and its ICC
+ * profile (a reference: the pixels keep their colour meaning through the ops). */
 static void copy_frame_stamp(pf_frame *dst, const pf_frame *src)
 {
     dst->pts = src->pts;
     dst->time_base = src->time_base;
     dst->index = src->index;
     dst->source = src->source;
+    pf_buffer_unref(&dst->icc);
+    dst->icc = pf_buffer_ref(src->icc);
 }
 
 /* Replaces the item's frame by `f` (taking it, stamped like the frame it

@@ -207,6 +207,7 @@ static pf_status copy_frame(pl_transfer *t, pf_frame *dst, const pf_frame *src, 
     dst->index = src->index;
     dst->source = src->source;
     dst->meta = pf_buffer_ref(src->meta);
+    dst->icc = pf_buffer_ref(src->icc);
     (*copies)++;
     return PF_OK;
 }

@@ -63,6 +63,10 @@ pf_status pf_pipeline_create_from_yaml(const pf_pipeline_yaml_params *p, pf_pipe
 #define YL_MAX_EDGES 4096
 #define YL_MAX_PARAMS 64
 #define YL_MAX_LIST 4096 /* bytes of a joined list value */
+/* Nesting of sequences and maps. The schema needs 5 (root map, stages, a stage, a parameter's
+ * list or map, its items); libyaml's scanner does work proportional to the nesting at every
+ * token, so 100k '[' took 46 s before it was bounded. */
+#define YL_MAX_DEPTH 64
 
 typedef struct ystage {
     const char *name, *type;
@@ -650,12 +654,15 @@ static pf_status parse_mode(const yl *y, const char *s, int line, pf_pipeline_mo
     return PF_OK;
 }
 
+/* spec NULL: the file leaves the device to the machine (no key, or 'auto'), so PIXFLOW_DEVICE
+ * decides as it does for every other command, else auto (pf_device_select(NULL)). */
 static pf_status select_device(const yl *y, const char *spec, int line, pf_device **out)
 {
     pf_status st = pf_device_select(spec, out);
     if (st == PF_OK) return PF_OK;
     char msg[768];
     snprintf(msg, sizeof msg, "%s", pf_last_error());
+    if (!spec) return yl_error(y, line, st == PF_ERR_INVALID ? PF_ERR_FORMAT : st, "%s", msg);
     return yl_error(y, line, st == PF_ERR_INVALID ? PF_ERR_FORMAT : st, "device '%s': %s", spec,
                     msg);
 }
@@ -683,11 +690,12 @@ static pf_status build(yl *y, const pf_pipeline_yaml_params *prm, pf_pipeline **
     if (!devs) return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", y->file);
     for (int i = 0; i < y->nstages; i++) {
         const ystage *s = &y->stages[i];
-        const char *spec = "auto";
+        const char *spec = NULL;
         int line = 0;
         if (prm->device) spec = prm->device;
         else if (s->device) spec = s->device, line = s->device_line;
         else if (y->device) spec = y->device, line = y->device_line;
+        if (spec && !prm->device && !strcmp(spec, "auto")) spec = NULL;
         st = select_device(y, spec, line ? line : s->line, &devs[i]);
         if (st != PF_OK) {
             free(devs);
@@ -800,13 +808,45 @@ static pf_status read_file(const char *path, char **out, size_t *len)
     return PF_OK;
 }
 
-static pf_status load_document(yl *y, const unsigned char *text, size_t len)
+/* Walks the events once and stops at the first collection nested deeper than YL_MAX_DEPTH, before
+ * the whole document is loaded: the scan up to that point costs at most YL_MAX_DEPTH per token.
+ * Syntax errors are left to load_document(), which reports them. */
+static pf_status check_depth(yl *y, const unsigned char *text, size_t len)
 {
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser))
         return pf_set_error(PF_ERR_NOMEM, "%s: cannot initialise the YAML parser", y->file);
     yaml_parser_set_input_string(&parser, text, len);
     pf_status st = PF_OK;
+    int depth = 0;
+    for (;;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev)) break;
+        yaml_event_type_t t = ev.type;
+        if (t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT) {
+            if (++depth > YL_MAX_DEPTH)
+                st = yl_error(y, (int)ev.start_mark.line + 1, PF_ERR_FORMAT,
+                              "nested deeper than %d levels (lists and maps inside each other); "
+                              "a pipeline needs at most a few",
+                              YL_MAX_DEPTH);
+        } else if (t == YAML_SEQUENCE_END_EVENT || t == YAML_MAPPING_END_EVENT) {
+            depth--;
+        }
+        yaml_event_delete(&ev);
+        if (st != PF_OK || t == YAML_STREAM_END_EVENT) break;
+    }
+    yaml_parser_delete(&parser);
+    return st;
+}
+
+static pf_status load_document(yl *y, const unsigned char *text, size_t len)
+{
+    pf_status st = check_depth(y, text, len);
+    if (st != PF_OK) return st;
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser))
+        return pf_set_error(PF_ERR_NOMEM, "%s: cannot initialise the YAML parser", y->file);
+    yaml_parser_set_input_string(&parser, text, len);
     if (!yaml_parser_load(&parser, &y->doc)) {
         const yaml_mark_t *m = parser.problem ? &parser.problem_mark : &parser.context_mark;
         st = yl_error(y, (int)m->line + 1, parser.error == YAML_MEMORY_ERROR ? PF_ERR_NOMEM : PF_ERR_FORMAT,

@@ -32,7 +32,13 @@
 bool model_dev_open(const char *spec, model_dev *d)
 {
     memset(d, 0, sizeof *d);
-    if (pf_device_select(spec ? spec : "cpu", &d->dev) != PF_OK) return false;
+    /* No --device: PIXFLOW_DEVICE, as for every command (pf_device_select(NULL) reads it and
+     * names it in its errors), else the CPU. */
+    if (!spec) {
+        const char *env = getenv("PIXFLOW_DEVICE");
+        if (!env || !*env) spec = "cpu";
+    }
+    if (pf_device_select(spec, &d->dev) != PF_OK) return false;
     d->cuda = pf_device_get_type(d->dev) == PF_DEVICE_CUDA;
     if (!d->cuda) return true;
     pf_stream_params sp = pf_stream_params_default();
@@ -248,7 +254,7 @@ static const cli_option run_options[] = {
     {"input", "NAME=FILE.npy", "an input (repeat for each; NAME= may be left out for a "
                                "one-input model)"},
     {"output-dir", "DIR", "where to write <escaped output name>.npy (created if missing)"},
-    {"device", "SPEC", "cpu (default) or cuda:N"},
+    {"device", "SPEC", "cpu or cuda:N (default: $PIXFLOW_DEVICE, else cpu)"},
     {"precision", "P", "fp32 (default) or fp16 (CUDA only)"},
     {"json", NULL, "print one JSON object (keys listed in cmd_model.c)"},
     CLI_OVERWRITE_OPTIONS,
@@ -480,7 +486,7 @@ static int cmd_run_model(int argc, char **argv)
 
     run_state r;
     memset(&r, 0, sizeof r);
-    if (!model_dev_open(spec, &r.dev)) return run_fail(&r, "--device");
+    if (!model_dev_open(spec, &r.dev)) return run_fail(&r, spec ? "--device" : NULL);
     if (pf_model_load(path, &r.m) != PF_OK) return run_fail(&r, NULL);
     r.nin = pf_model_num_inputs(r.m);
     r.nout = pf_model_num_outputs(r.m);

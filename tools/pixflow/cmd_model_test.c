@@ -50,7 +50,7 @@
 #define MAX_IO 64
 
 static const cli_option test_options[] = {
-    {"device", "SPEC", "cpu (default) or cuda:N"},
+    {"device", "SPEC", "cpu or cuda:N (default: $PIXFLOW_DEVICE, else cpu)"},
     {"precision", "P", "fp32 (default) or fp16 (CUDA only)"},
     {"rtol", "R", "relative tolerance (default 1e-3 for fp32, 1e-2 for fp16)"},
     {"atol", "A", "absolute tolerance (default 1e-5 for fp32, 1e-3 for fp16)"},

@@ -30,7 +30,8 @@ static const cli_option run_options[] = {
     {"json", NULL, "print the statistics as one JSON object instead of the table"},
     {"trace", "FILE", "write a Chrome/Perfetto trace to FILE (overrides the file's 'trace')"},
     {"trace-counters", "MS", "device counter period in the trace, ms (0 = off; default 100)"},
-    {"device", "SPEC", "run every stage on SPEC: auto, cpu, cuda, cuda:N (overrides the file)"},
+    {"device", "SPEC", "run every stage on SPEC: auto, cpu, cuda, cuda:N (overrides the file; "
+                         "without it, $PIXFLOW_DEVICE replaces the file's 'auto')"},
     {"mode", "MODE", "latency, throughput or custom (overrides the file's 'mode')"},
     {"count", "N", "every source stops after N items (overrides 'count' in the file)"},
     {"quiet", NULL, "no progress line"},

@@ -41,7 +41,8 @@ static const cli_option seg_options[] = {
     {"device", "SPEC", "auto, cpu, cuda, cuda:N (default: $PIXFLOW_DEVICE or auto)"},
     {"batch", "N", "frames per inference batch in throughput mode (default 8 CPU, 64 GPU)"},
     {"latency", NULL, "one frame at a time: lowest per-frame latency"},
-    {"smooth", "A", "temporal smoothing of video masks, weight of the new mask (0.6; 1 = off)"},
+    {"smooth", "A", "temporal smoothing of video masks, weight of the new mask (0.6; 1 = off); "
+                          "starts over at a scene cut"},
     {"trace", "FILE", "write a Chrome/Perfetto trace of the run to FILE"},
     {"stats", NULL, "print the per-stage breakdown (items/s, busy, time per call, batch)"},
     {"json", NULL, "print the summary as one JSON object"},

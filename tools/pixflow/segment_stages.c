@@ -178,6 +178,7 @@ static pf_status comp_process(void *user, pf_stage_ctx *ctx, pf_item *items, int
             out.time_base = it->frame.time_base;
             out.index = it->frame.index;
             out.source = it->frame.source;
+            out.icc = pf_buffer_ref(it->frame.icc); /* the input image's ICC profile */
             pf_frame_unref(&it->frame);
             it->frame = out;
             memset(&out, 0, sizeof out);
