@@ -565,10 +565,14 @@ static pf_status mp_temporal(mask_post_stage *s, pf_stage_ctx *ctx, pf_ops *ops,
     st = pf_ops_mask_temporal_cut(ops, &slot->state, mask, s->alpha, s->cut, reset);
     if (st != PF_OK) return bi_item_failed(&s->base, it, st, "pf_ops_mask_temporal_cut");
     /* The item leaves with a copy: the state changes with the next frame
-     * while consumers may still read this one. A following feather or
-     * resize makes that copy anyway. */
+     * while consumers may still read this one. A following feather, or a
+     * resize to a frame of another size, makes that copy anyway (a frame of
+     * the model's size is not resized: it needs the copy here, or every
+     * mask still queued would change with the state). */
     pf_tensor_unref(mask);
-    if (s->feather > 0 || s->to_frame) {
+    bool resized = s->to_frame && (slot->state.shape[2] != it->frame.height ||
+                                   slot->state.shape[3] != it->frame.width);
+    if (s->feather > 0 || resized) {
         pf_tensor_ref(mask, &slot->state);
         return PF_OK;
     }
