@@ -18,7 +18,9 @@
  *   NV12:         Y (w x h), interleaved UV ((w+1)/2 pairs x (h+1)/2 rows)
  *   I420:         Y (w x h), U and V ((w+1)/2 x (h+1)/2 each)
  * Frame fields are public for reading by kernels; change them only through
- * these functions, except the metadata fields (pts, time_base, index, source).
+ * these functions, except the metadata fields (pts, time_base, duration,
+ * index, source, color, sar), which stages copy from input to output frame
+ * (pf_frame_copy_props).
  */
 #ifndef PIXFLOW_FRAME_H
 #define PIXFLOW_FRAME_H
@@ -46,6 +48,35 @@ typedef struct pf_rational {
     int32_t num, den;
 } pf_rational;
 
+/* Colour description of a video stream or frame (ITU-T H.273 code points,
+ * the values FFmpeg's AVCOL_* enums use). 0 = unspecified everywhere, so a
+ * zeroed frame says nothing about its colour. For NV12/I420 frames matrix
+ * and range say how the samples encode RGB. RGB frames are full range by
+ * definition; they keep the matrix and range of the YUV they were converted
+ * from, so that a writer encodes them back the same way and tags its output
+ * like the input. */
+typedef enum pf_color_range {
+    PF_COLOR_RANGE_UNSPECIFIED = 0,
+    PF_COLOR_RANGE_LIMITED = 1,      /* "tv"/"mpeg": Y 16..235, chroma 16..240 */
+    PF_COLOR_RANGE_FULL = 2          /* "pc"/"jpeg": 0..255 */
+} pf_color_range;
+
+typedef struct pf_color_info {
+    pf_color_range range;
+    int matrix;      /* MatrixCoefficients: 1 BT.709, 5 BT.470BG, 6 SMPTE 170M (both
+                        BT.601), 9 BT.2020 non-constant; 0 or 2 unspecified */
+    int primaries;   /* ColourPrimaries: 1 BT.709, 5 BT.470BG, 6 SMPTE 170M, 9 BT.2020 */
+    int transfer;    /* TransferCharacteristics: 1 BT.709, 6 SMPTE 170M, 13 sRGB,
+                        16 PQ, 18 HLG; 14/15 BT.2020 */
+} pf_color_info;
+
+/* The colour a YUV frame of `height` rows is converted with when `c` leaves
+ * something unspecified, as players do: range limited; matrix BT.709 (1)
+ * for height >= 720, else BT.601 (6). Primaries and transfer are returned
+ * unchanged (pixflow does not convert between them). c NULL = all
+ * unspecified. */
+PF_API pf_color_info pf_color_effective(const pf_color_info *c, int height);
+
 typedef struct pf_frame {
     pf_pixfmt format;
     int width, height;              /* in pixels of plane 0 */
@@ -65,6 +96,11 @@ typedef struct pf_frame {
      * output (RGB profile for colour, GRAY profile for gray). Stages that make a new frame from
      * an input frame carry it over (a reference). */
     pf_buffer *icc;
+    /* Media description carried from the decoder to the encoder (zeroed =
+     * unknown): */
+    int64_t duration;               /* display time in time_base units; 0 unknown */
+    pf_color_info color;            /* see pf_color_info */
+    pf_rational sar;                /* sample (pixel) aspect ratio; {0,0} unknown = 1:1 */
 } pf_frame;
 
 PF_API const char *pf_pixfmt_name(pf_pixfmt fmt);
@@ -101,6 +137,12 @@ PF_API pf_status pf_frame_wrap(pf_frame *f, pf_pixfmt fmt, int width, int height
 /* dst becomes a second owner of src's planes and metadata (dst must not hold
  * references). */
 PF_API void pf_frame_ref(pf_frame *dst, const pf_frame *src);
+/* Copies the metadata that describes a frame's time and media (pts,
+ * time_base, duration, index, source, color, sar, and icc as a new
+ * reference, releasing dst's; not meta, not pixels) from src to dst: what a
+ * stage does for the frame it makes from another. */
+PF_API void pf_frame_copy_props(pf_frame *dst, const pf_frame *src);
+
 /* Drops all references and zeroes *f. Accepts a zeroed frame. */
 PF_API void pf_frame_unref(pf_frame *f);
 

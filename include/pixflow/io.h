@@ -257,6 +257,21 @@ typedef struct pf_video_info {
     char container[32];        /* "y4m", "raw", "mov,mp4,m4a,3gp,3g2,mj2" (FFmpeg's name) */
     char decoder[64];          /* decoder that runs: "h264 (cpu)", "y4m (cpu)" */
     bool hw_decode;            /* true when decoding runs on the device (NVDEC) */
+    /* What the stream says about itself (FFmpeg input; Y4M/raw/NVDEC leave
+     * these zero = unknown): */
+    pf_color_info color;       /* as tagged (0 = unspecified; pf_color_effective
+                                  gives what conversions use). Frames carry their
+                                  own (a stream may change) */
+    pf_rational sar;           /* sample aspect ratio; {0,0} unknown (1:1) */
+    double rotation;           /* degrees a player turns the picture counter-clockwise
+                                  for display (display matrix): 0, 90, 180, 270 */
+    int bit_depth;             /* bits per sample of the coded stream (8, 10, 12);
+                                  frames are always 8-bit (converted with rounding) */
+    char stream_pixfmt[32];    /* FFmpeg's name of the coded layout: "yuv420p10le" */
+    double start_time_s;       /* timestamp of the first frame in seconds (the pts
+                                  clock: frames' pts * time_base); 0 if unknown */
+    int other_streams;         /* audio/subtitle/data streams in the input (what
+                                  pf_video_writer_params.copy_streams_from copies) */
 } pf_video_info;
 
 typedef struct pf_video_reader_stats {
@@ -298,10 +313,14 @@ PF_API pf_status pf_video_reader_get_stats(const pf_video_reader *r, pf_video_re
  * input, Cmono from GRAY8); container "raw" writes frames as given (tightly
  * packed); anything else through FFmpeg, the muxer chosen from the extension
  * (or `container`). Input frames in another layout than the encoder's are
- * converted with libswscale (FFmpeg) or pf_ops_convert (Y4M: BT.601 limited
- * range). Alpha is kept only by codecs that store it, with a codec pixel
- * format that has it: e.g. codec "png", "qtrle" (.mov) or "ffv1" (.mkv)
- * with codec_pixfmt "rgba"/"argb"/"bgra" and RGBA input. */
+ * converted with libswscale (FFmpeg) or pf_ops_convert (Y4M), with the
+ * matrix and range of params.color (pf_color_effective). Alpha is kept only
+ * by codecs that store it, with a codec pixel format that has it: e.g.
+ * codec "png", "qtrle" (.mov) or "ffv1" (.mkv) with codec_pixfmt
+ * "rgba"/"argb"/"bgra" and RGBA input. Odd sizes: codecs whose 4:2:0
+ * layout needs even sizes (H.264, HEVC, MPEG-1/2/4, H.263) get one column
+ * and/or row more, repeating the edge (their bitstreams crop only in steps
+ * of 2, so the stored size is the even one); others keep the size. */
 
 typedef struct pf_video_writer pf_video_writer;
 
@@ -323,6 +342,32 @@ typedef struct pf_video_writer_params {
                                   "rgba", ...); NULL = the encoder's first supported,
                                   preferring one with alpha for RGBA input */
     int threads;               /* encoder threads, 0 = FFmpeg's choice */
+    /* Fidelity to the input (all zero = unknown/none). Pass the reader's
+     * pf_video_info fields (or the first frame's) to keep them: */
+    pf_rational time_base;     /* of the output stream; {0,0} = 1/fps. Frames' pts are
+                                  rescaled into it exactly (a 1/24000 source keeps its
+                                  1001-tick steps); fps stays the nominal rate */
+    pf_color_info color;       /* tags written to the stream (color_range, colorspace,
+                                  color_primaries, color_trc) and the matrix/range
+                                  RGB input is encoded with (pf_color_effective) */
+    pf_rational sar;           /* sample aspect ratio to store; {0,0} = 1:1 */
+    double rotation;           /* display matrix to store: degrees counter-clockwise
+                                  (pf_video_info.rotation); 0 = none */
+    const char *copy_streams_from; /* a media file (normally the input) whose audio,
+                                  subtitle and data streams are copied into the output
+                                  unchanged (packets, no re-encode), timestamps
+                                  rescaled on the same clock as the frames' pts, so
+                                  they stay in sync; streams the container cannot
+                                  hold are left out (logged). The writer opens its
+                                  own demuxer on it. NULL = video only */
+    /* Trimming, on the frames' clock (seconds = pts * time_base). Frames and
+     * copied packets outside [start_s, start_s + duration_s) are dropped
+     * (write() returns PF_OK for them); timestamps are shifted by start_s so
+     * the output starts at 0. */
+    double start_s;            /* default 0 */
+    double duration_s;         /* > 0 limits the length; 0 = to the end */
+    int64_t max_frames;        /* > 0: frames after this many are dropped, and copied
+                                  streams end with the last frame; 0 = all */
 } pf_video_writer_params;
 
 PF_API pf_video_writer_params pf_video_writer_params_default(void);
@@ -360,7 +405,7 @@ PF_API void pf_video_writer_destroy(pf_video_writer **w);
  * *w = NULL; accepts NULL. */
 PF_API void pf_video_writer_discard(pf_video_writer **w);
 
-/* Frames written so far. */
+/* Frames written so far (not counting frames dropped by the trim window). */
 PF_API int64_t pf_video_writer_frame_count(const pf_video_writer *w);
 
 /* Safe output files ----------------------------------------------------------------------
@@ -461,6 +506,15 @@ PF_API pf_status pf_output_write_file(const char *path, const void *data, size_t
  * hard links, symlinks and different spellings match); false when either
  * does not exist. Used to refuse an output that is an input. */
 PF_API bool pf_output_same_file(const char *a, const char *b);
+
+/* Whether `name` is a video encoder this build can write with: an FFmpeg
+ * encoder name ("libx264", "mpeg4", ...); false without FFmpeg. Thread-safe. */
+PF_API bool pf_video_have_encoder(const char *name);
+
+/* Parses a time as given to --start/--duration: seconds ("12", "1.5") or
+ * [HH:]MM:SS[.frac] ("00:01:02.5"). Non-negative and finite; PF_ERR_INVALID
+ * naming the text otherwise. */
+PF_API pf_status pf_parse_time(const char *text, double *seconds);
 
 PF_END_DECLS
 

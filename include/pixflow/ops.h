@@ -268,6 +268,13 @@ typedef struct pf_color_params {
     pf_yuv_range range;       /* default limited */
 } pf_color_params;
 
+/* The matrix and range to convert frame f's YUV with (its pf_color_info,
+ * completed by pf_color_effective): BT.709 for MatrixCoefficients 1 and
+ * for BT.2020 (9, 10: the nearest these kernels have; not exact), BT.601
+ * for the rest. f NULL = BT.601 limited. What stages pass for a frame's own
+ * colour. */
+PF_API pf_color_params pf_color_params_for(const pf_frame *f);
+
 /* p NULL = BT.601 limited. src and dst sizes must match; same format = copy. */
 PF_API pf_status pf_ops_convert(pf_ops *ops, const pf_frame *src, pf_frame *dst,
                                 const pf_color_params *p);

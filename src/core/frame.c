@@ -184,6 +184,35 @@ void pf_frame_ref(pf_frame *dst, const pf_frame *src)
     pf_buffer_ref(dst->icc);
 }
 
+void pf_frame_copy_props(pf_frame *dst, const pf_frame *src)
+{
+    if (!dst || !src || dst == src) return;
+    dst->pts = src->pts;
+    dst->time_base = src->time_base;
+    dst->duration = src->duration;
+    dst->index = src->index;
+    dst->source = src->source;
+    dst->color = src->color;
+    dst->sar = src->sar;
+    if (dst->icc != src->icc) {
+        pf_buffer_unref(&dst->icc);
+        dst->icc = pf_buffer_ref(src->icc);
+    }
+}
+
+pf_color_info pf_color_effective(const pf_color_info *c, int height)
+{
+    pf_color_info e = {PF_COLOR_RANGE_UNSPECIFIED, 0, 0, 0};
+    if (c) e = *c;
+    if (e.range != PF_COLOR_RANGE_FULL) e.range = PF_COLOR_RANGE_LIMITED;
+    /* 0 (RGB/identity), 2 (unspecified) and reserved codes: guess by size,
+     * as players and FFmpeg's filters do. */
+    if (e.matrix != 1 && e.matrix != 4 && e.matrix != 5 && e.matrix != 6 && e.matrix != 7 &&
+        e.matrix != 9 && e.matrix != 10)
+        e.matrix = height >= 720 ? 1 : 6;
+    return e;
+}
+
 void pf_frame_unref(pf_frame *f)
 {
     if (!f) return;

@@ -8,6 +8,7 @@
  * with the next one, so one bad packet costs at most the frames that
  * depend on it. Only a demuxer that cannot go on (I/O error after retries)
  * ends the stream with an error. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +21,10 @@
 
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
+#include <libavutil/display.h>
 #include <libavutil/imgutils.h>
 #include <libavutil/opt.h>
+#include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
 
 #include "ffmpeg_util.h"
@@ -42,13 +45,27 @@ struct pf_ffdec {
     enum AVPixelFormat out_fmt;
     bool draining, done;
     uint64_t counted;       /* corrupt packets counted by status in this read */
+    pf_color_info color;    /* the stream's tags (frames may override) */
+    pf_rational sar;
+    int64_t frame_ticks;    /* one frame at the average rate, in time_base units */
 };
+
+/* The last error FFmpeg logged on this thread since pf_ff_log_reset(): the
+ * reason behind a generic AVERROR ("Generic error in an external library"
+ * from libx264 is "width not divisible by 2 (5x5)" in its log). */
+static _Thread_local char tls_last_log[256];
+
+void pf_ff_log_reset(void) { tls_last_log[0] = '\0'; }
 
 pf_status pf_ff_fail(pf_status st, const char *name, const char *what, int err)
 {
     char buf[AV_ERROR_MAX_STRING_SIZE] = {0};
     av_strerror(err, buf, sizeof buf);
-    return pf_set_error(st, "%s: %s: %s", name, what, buf);
+    pf_status r = tls_last_log[0]
+                      ? pf_set_error(st, "%s: %s: %s (FFmpeg: %s)", name, what, buf, tls_last_log)
+                      : pf_set_error(st, "%s: %s: %s", name, what, buf);
+    tls_last_log[0] = '\0';
+    return r;
 }
 
 enum AVPixelFormat pf_ff_pixfmt(pf_pixfmt f)
@@ -74,13 +91,24 @@ static _Thread_local uint64_t *tls_error_counter;
  * level (FFmpeg's errors about a corrupt packet are expected here). */
 static void av_log_to_pf(void *avcl, int level, const char *fmt, va_list vl)
 {
-    (void)avcl;
     if (level <= AV_LOG_ERROR && tls_error_counter) (*tls_error_counter)++;
-    if (level > AV_LOG_WARNING || pf_log_get_level() < PF_LOG_DEBUG) return;
+    bool keep = level <= AV_LOG_ERROR;
+    if (!keep && (level > AV_LOG_WARNING || pf_log_get_level() < PF_LOG_DEBUG)) return;
     char line[512];
     vsnprintf(line, sizeof line, fmt, vl);
     size_t n = strlen(line);
-    if (n && line[n - 1] == '\n') line[n - 1] = '\0';
+    while (n && (line[n - 1] == '\n' || line[n - 1] == ' ')) line[--n] = '\0';
+    if (keep && n) {
+        /* "[libx264] width not divisible by 2 (5x5)": the component's name,
+         * not the address FFmpeg's own prefix prints. */
+        const AVClass *cls = avcl ? *(const AVClass *const *)avcl : NULL;
+        const char *who = cls && cls->item_name ? cls->item_name(avcl) : NULL;
+        if (who && who[0])
+            snprintf(tls_last_log, sizeof tls_last_log, "[%.40s] %.200s", who, line);
+        else
+            snprintf(tls_last_log, sizeof tls_last_log, "%.250s", line);
+    }
+    if (level > AV_LOG_WARNING || pf_log_get_level() < PF_LOG_DEBUG) return;
     pf_log(PF_LOG_DEBUG, "ffmpeg: %s", line);
 }
 
@@ -98,11 +126,54 @@ static void copy_name(char *dst, size_t size, const char *src)
     snprintf(dst, size, "%s", src ? src : "");
 }
 
+/* Colour, aspect, rotation, depth, start time and the other streams. */
+static void stream_info(AVFormatContext *fmt, AVStream *vs, const AVCodecContext *dec,
+                        pf_video_info *info)
+{
+    const AVCodecParameters *par = vs->codecpar;
+    enum AVPixelFormat pf = dec->pix_fmt != AV_PIX_FMT_NONE ? dec->pix_fmt
+                                                            : (enum AVPixelFormat)par->format;
+    info->color.range = par->color_range == AVCOL_RANGE_JPEG   ? PF_COLOR_RANGE_FULL
+                        : par->color_range == AVCOL_RANGE_MPEG ? PF_COLOR_RANGE_LIMITED
+                                                               : PF_COLOR_RANGE_UNSPECIFIED;
+    /* yuvj* (MJPEG, JPEG-coded streams) is full range whatever the tag says. */
+    if (pf == AV_PIX_FMT_YUVJ420P || pf == AV_PIX_FMT_YUVJ422P || pf == AV_PIX_FMT_YUVJ444P ||
+        pf == AV_PIX_FMT_YUVJ440P)
+        info->color.range = PF_COLOR_RANGE_FULL;
+    info->color.matrix = par->color_space == AVCOL_SPC_UNSPECIFIED ? 0 : (int)par->color_space;
+    info->color.primaries =
+        par->color_primaries == AVCOL_PRI_UNSPECIFIED ? 0 : (int)par->color_primaries;
+    info->color.transfer = par->color_trc == AVCOL_TRC_UNSPECIFIED ? 0 : (int)par->color_trc;
+    AVRational sar = av_guess_sample_aspect_ratio(fmt, vs, NULL);
+    info->sar = sar.num > 0 && sar.den > 0 ? (pf_rational){sar.num, sar.den} : (pf_rational){0, 0};
+    const uint8_t *dm = av_stream_get_side_data(vs, AV_PKT_DATA_DISPLAYMATRIX, NULL);
+    info->rotation = 0;
+    if (dm) {
+        double r = av_display_rotation_get((const int32_t *)dm);
+        if (r == r) { /* NaN for a matrix that is not a rotation */
+            r = fmod(r, 360.0);
+            if (r < 0) r += 360.0;
+            info->rotation = r;
+        }
+    }
+    const AVPixFmtDescriptor *desc = av_pix_fmt_desc_get(pf);
+    info->bit_depth = desc ? desc->comp[0].depth : 0;
+    copy_name(info->stream_pixfmt, sizeof info->stream_pixfmt, desc ? desc->name : "");
+    info->start_time_s = vs->start_time != AV_NOPTS_VALUE ? (double)vs->start_time * av_q2d(vs->time_base) : 0;
+    info->other_streams = 0;
+    for (unsigned i = 0; i < fmt->nb_streams; i++) {
+        enum AVMediaType t = fmt->streams[i]->codecpar->codec_type;
+        if (t == AVMEDIA_TYPE_AUDIO || t == AVMEDIA_TYPE_SUBTITLE || t == AVMEDIA_TYPE_DATA)
+            info->other_streams++;
+    }
+}
+
 pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_ffdec **out,
                         pf_video_info *info)
 {
     *out = NULL;
     pf_ff_init_log();
+    pf_ff_log_reset();
     pf_ffdec *d = calloc(1, sizeof *d);
     if (!d) return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", name);
     d->name = strdup(name);
@@ -190,9 +261,13 @@ pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_ff
         info->duration_s = (double)d->fmt->duration / AV_TIME_BASE;
     if (info->frame_count < 0 && info->duration_s > 0 && fr.num > 0)
         info->frame_count = (int64_t)(info->duration_s * av_q2d(fr) + 0.5);
+    stream_info(d->fmt, vs, d->dec, info);
     copy_name(info->codec, sizeof info->codec, avcodec_get_name(vs->codecpar->codec_id));
     copy_name(info->container, sizeof info->container, d->fmt->iformat->name);
     snprintf(info->decoder, sizeof info->decoder, "%s (cpu)", codec->name);
+    d->color = info->color;
+    d->sar = info->sar;
+    d->frame_ticks = fr.num > 0 && fr.den > 0 ? av_rescale_q(1, av_inv_q(fr), vs->time_base) : 0;
     info->hw_decode = false;
     *out = d;
     return PF_OK;
@@ -226,7 +301,30 @@ static int sws_cs(enum AVColorSpace cs)
     }
 }
 
-/* Converts d->frame into dst (output format and size). */
+/* The colour, aspect and duration of decoded frame fr, into dst: the
+ * frame's own tags, else the stream's. */
+static void frame_color(const pf_ffdec *d, const AVFrame *fr, pf_frame *dst)
+{
+    pf_color_info c = d->color;
+    if (fr->color_range == AVCOL_RANGE_JPEG) c.range = PF_COLOR_RANGE_FULL;
+    else if (fr->color_range == AVCOL_RANGE_MPEG && c.range != PF_COLOR_RANGE_FULL)
+        c.range = PF_COLOR_RANGE_LIMITED;
+    enum AVPixelFormat f = (enum AVPixelFormat)fr->format;
+    if (f == AV_PIX_FMT_YUVJ420P || f == AV_PIX_FMT_YUVJ422P || f == AV_PIX_FMT_YUVJ444P ||
+        f == AV_PIX_FMT_YUVJ440P)
+        c.range = PF_COLOR_RANGE_FULL;
+    if (fr->colorspace != AVCOL_SPC_UNSPECIFIED && fr->colorspace != AVCOL_SPC_RGB)
+        c.matrix = (int)fr->colorspace;
+    if (fr->color_primaries != AVCOL_PRI_UNSPECIFIED) c.primaries = (int)fr->color_primaries;
+    if (fr->color_trc != AVCOL_TRC_UNSPECIFIED) c.transfer = (int)fr->color_trc;
+    dst->color = c;
+    dst->sar = fr->sample_aspect_ratio.num > 0 && fr->sample_aspect_ratio.den > 0
+                   ? (pf_rational){fr->sample_aspect_ratio.num, fr->sample_aspect_ratio.den}
+                   : d->sar;
+    dst->duration = fr->pkt_duration > 0 ? fr->pkt_duration : d->frame_ticks;
+}
+
+/* Converts d->frame into dst (output format and size) and stamps its colour. */
 static pf_status convert(pf_ffdec *d, pf_frame *dst)
 {
     AVFrame *fr = d->frame;
@@ -239,13 +337,15 @@ static pf_status convert(pf_ffdec *d, pf_frame *dst)
         return pf_set_error(PF_ERR_UNSUPPORTED, "%s: swscale cannot convert %s %dx%d to %s",
                             d->name, av_get_pix_fmt_name((enum AVPixelFormat)fr->format),
                             fr->width, fr->height, av_get_pix_fmt_name(out_fmt));
-    int src_range = fr->color_range == AVCOL_RANGE_JPEG ? 1 : 0;
-    /* yuvj* formats are full range whatever the frame says. */
-    enum AVPixelFormat f = (enum AVPixelFormat)fr->format;
-    if (f == AV_PIX_FMT_YUVJ420P || f == AV_PIX_FMT_YUVJ422P || f == AV_PIX_FMT_YUVJ444P)
-        src_range = 1;
+    frame_color(d, fr, dst);
+    /* The frame's own colour, completed as players do (an untagged HD
+     * stream is BT.709): swscale would take untagged as BT.601 and every
+     * yuv420p as limited range. YUV output keeps the samples' range (the
+     * frame says which); RGB output is full range. */
+    pf_color_info eff = pf_color_effective(&dst->color, fr->height);
+    int src_range = eff.range == PF_COLOR_RANGE_FULL ? 1 : 0;
     bool out_yuv = dst->format == PF_PIXFMT_NV12 || dst->format == PF_PIXFMT_I420;
-    const int *coef = sws_getCoefficients(sws_cs(fr->colorspace));
+    const int *coef = sws_getCoefficients(sws_cs((enum AVColorSpace)eff.matrix));
     sws_setColorspaceDetails(d->sws, coef, src_range, coef, out_yuv ? src_range : 1, 0, 1 << 16,
                              1 << 16);
     uint8_t *data[4] = {dst->data[0], dst->data[1], dst->data[2], NULL};

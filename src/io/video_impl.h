@@ -23,8 +23,16 @@ typedef struct pf_ffenc pf_ffenc;
 
 pf_status pf_ffenc_open(const pf_video_writer_params *p, const char *name, pf_ffenc **out);
 /* Encodes f (p->input_format, p's size) with presentation time `pts` in
- * units of 1/fps. */
+ * units of the writer's time base (p->time_base, else 1/fps), already
+ * shifted by p->start_s. */
 pf_status pf_ffenc_write(pf_ffenc *e, const pf_frame *f, int64_t pts);
+/* The time base write() takes pts in: p->time_base, or 1/fps where the
+ * codec needs its frame rate as time base (MPEG-4 Part 2, MPEG-1/2, H.263). */
+pf_rational pf_ffenc_time_base(const pf_ffenc *e);
+/* Writes the packets of p->copy_streams_from that start before `until`
+ * (seconds on the source clock, before the start_s shift); no-op without
+ * copied streams. */
+pf_status pf_ffenc_copy_until(pf_ffenc *e, double until);
 /* Flush, trailer, close the file. */
 pf_status pf_ffenc_finish(pf_ffenc *e);
 void pf_ffenc_free(pf_ffenc **e);

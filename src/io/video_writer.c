@@ -28,13 +28,19 @@ struct pf_video_writer {
     pf_ffenc *ff;
     int width, height;
     pf_rational fps;
+    pf_rational tb;             /* of output timestamps: params time_base, else 1/fps */
+    pf_color_info color;        /* params.color: RGB -> YUV for Y4M */
+    double start_s, end_s;      /* trim window on the frames' clock; end_s < 0 = open */
+    int64_t max_frames;         /* 0 = all */
+    int64_t dropped;            /* frames outside the window */
+    double last_end_s;          /* end of the last frame written, on the frames' clock */
     pf_pixfmt input_format;
     pf_pixfmt y4m_format;       /* I420 or GRAY8 */
     pf_frame scratch;           /* Y4M: input converted to y4m_format */
     pf_stream *stream;
     pf_ops *ops;
     int64_t frames;
-    int64_t last_pts;           /* in 1/fps units */
+    int64_t last_pts;           /* in tb units */
     bool closed;
     pf_status failed;
 };
@@ -114,6 +120,16 @@ pf_status pf_video_writer_create(const pf_video_writer_params *p, pf_video_write
     if (p->fps.num <= 0 || p->fps.den <= 0)
         return pf_set_error(PF_ERR_INVALID, "pf_video_writer_create: %s: fps %d/%d", name,
                             p->fps.num, p->fps.den);
+    if ((p->time_base.num != 0 || p->time_base.den != 0) &&
+        (p->time_base.num <= 0 || p->time_base.den <= 0))
+        return pf_set_error(PF_ERR_INVALID, "pf_video_writer_create: %s: time_base %d/%d", name,
+                            p->time_base.num, p->time_base.den);
+    if (!(p->start_s >= 0 && p->start_s < 1e9) || !(p->duration_s >= 0 && p->duration_s < 1e9) ||
+        p->max_frames < 0)
+        return pf_set_error(PF_ERR_INVALID,
+                            "pf_video_writer_create: %s: trim start_s %g, duration_s %g, "
+                            "max_frames %lld (expected >= 0)",
+                            name, p->start_s, p->duration_s, (long long)p->max_frames);
     pf_video_writer *w = calloc(1, sizeof *w);
     if (!w) return pf_set_error(PF_ERR_NOMEM, "pf_video_writer_create: out of host memory");
     w->name = strdup(name);
@@ -121,6 +137,13 @@ pf_status pf_video_writer_create(const pf_video_writer_params *p, pf_video_write
     w->width = p->width;
     w->height = p->height;
     w->fps = p->fps;
+    w->tb = p->time_base.num > 0 && p->time_base.den > 0 ? p->time_base
+                                                          : (pf_rational){p->fps.den, p->fps.num};
+    w->color = p->color;
+    w->start_s = p->start_s;
+    w->end_s = p->duration_s > 0 ? p->start_s + p->duration_s : -1;
+    w->max_frames = p->max_frames;
+    w->last_end_s = p->start_s;
     w->input_format = p->input_format;
     w->last_pts = -1;
     w->kind = pick_kind(p);
@@ -134,7 +157,10 @@ pf_status pf_video_writer_create(const pf_video_writer_params *p, pf_video_write
         switch (w->kind) {
         case DST_Y4M: st = open_y4m(w); break;
         case DST_RAW: st = open_file(w); break;
-        case DST_FFMPEG: st = pf_ffenc_open(&fp, w->name, &w->ff); break;
+        case DST_FFMPEG:
+            st = pf_ffenc_open(&fp, w->name, &w->ff);
+            if (st == PF_OK) w->tb = pf_ffenc_time_base(w->ff);
+            break;
         }
     }
     if (st != PF_OK) {
@@ -147,14 +173,39 @@ pf_status pf_video_writer_create(const pf_video_writer_params *p, pf_video_write
     return PF_OK;
 }
 
+/* Seconds on the frames' clock of frame f (pts * time_base), or from the
+ * frame counter at fps when it has no timestamp. */
+static double frame_time(const pf_video_writer *w, const pf_frame *f)
+{
+    if (f->pts != PF_NOPTS && f->time_base.num > 0 && f->time_base.den > 0)
+        return (double)f->pts * f->time_base.num / f->time_base.den;
+    return w->start_s + (double)(w->frames + w->dropped) * w->fps.den / w->fps.num;
+}
+
+/* How long frame f is shown: its duration, else one frame at fps. */
+static double frame_length(const pf_video_writer *w, const pf_frame *f)
+{
+    if (f->duration > 0 && f->time_base.num > 0 && f->time_base.den > 0)
+        return (double)f->duration * f->time_base.num / f->time_base.den;
+    return (double)w->fps.den / w->fps.num;
+}
+
+/* The output timestamp in w->tb units: f's pts rescaled exactly (integer
+ * arithmetic, rounded to nearest), shifted by the trim start. A frame
+ * without one, or one not after the previous, gets the previous + one
+ * frame at fps. */
 static int64_t pick_pts(pf_video_writer *w, const pf_frame *f)
 {
-    int64_t next = w->last_pts + 1;
+    long double step = (long double)w->fps.den * w->tb.den / ((long double)w->fps.num * w->tb.num);
+    int64_t inc = step >= 1 ? (int64_t)(step + 0.5L) : 1;
+    int64_t next = w->last_pts < 0 ? 0 : w->last_pts + inc;
     if (f->pts == PF_NOPTS || f->time_base.num <= 0 || f->time_base.den <= 0) return next;
-    double t = (double)f->pts * f->time_base.num * w->fps.num /
-               ((double)f->time_base.den * w->fps.den);
-    if (!(t > -9e15 && t < 9e15)) return next;
-    int64_t pts = (int64_t)(t < 0 ? t - 0.5 : t + 0.5);
+    /* (pts * tbf.num / tbf.den - start) * tb.den / tb.num, in long double:
+     * exact for 64-bit pts of any real stream. */
+    long double t = (long double)f->pts * f->time_base.num / f->time_base.den - w->start_s;
+    long double v = t * w->tb.den / w->tb.num;
+    if (!(v > -9e15L && v < 9e15L)) return next;
+    int64_t pts = (int64_t)(v < 0 ? v - 0.5L : v + 0.5L);
     return pts > w->last_pts ? pts : next;
 }
 
@@ -190,12 +241,25 @@ pf_status pf_video_writer_write(pf_video_writer *w, const pf_frame *f)
                             w->name);
     pf_status st = check_frame(w, f);
     if (st != PF_OK) return st;
+    /* The trim window: a tick's tolerance so a frame exactly at start_s is
+     * kept whatever the float rounding of its time. */
+    double t = frame_time(w, f), eps = 1e-6;
+    if (t < w->start_s - eps || (w->end_s >= 0 && t >= w->end_s - eps) ||
+        (w->max_frames > 0 && w->frames >= w->max_frames)) {
+        w->dropped++;
+        return PF_OK;
+    }
     int64_t pts = pick_pts(w, f);
+    double end = t + frame_length(w, f);
     switch (w->kind) {
     case DST_Y4M: {
         const pf_frame *src = f;
         if (w->ops) {
-            st = pf_ops_convert(w->ops, f, &w->scratch, NULL);
+            /* RGB -> YUV with the writer's colour (else the frame's). */
+            pf_frame view = *f;
+            if (w->color.range || w->color.matrix) view.color = w->color;
+            pf_color_params cp = pf_color_params_for(&view);
+            st = pf_ops_convert(w->ops, f, &w->scratch, &cp);
             if (st == PF_OK) st = pf_stream_synchronize(w->stream);
             src = &w->scratch;
         }
@@ -203,13 +267,19 @@ pf_status pf_video_writer_write(pf_video_writer *w, const pf_frame *f)
         break;
     }
     case DST_RAW: st = pf_raw_write_frame(w->fp, w->name, f); break;
-    case DST_FFMPEG: st = pf_ffenc_write(w->ff, f, pts); break;
+    case DST_FFMPEG:
+        /* Copied streams first up to the end of this frame, then the frame:
+         * the muxer interleaves by time. */
+        st = pf_ffenc_copy_until(w->ff, end);
+        if (st == PF_OK) st = pf_ffenc_write(w->ff, f, pts);
+        break;
     }
     if (st != PF_OK) {
         if (st == PF_ERR_IO) w->failed = st;
         return st;
     }
     w->last_pts = pts;
+    w->last_end_s = end;
     w->frames++;
     return PF_OK;
 }
@@ -220,7 +290,14 @@ pf_status pf_video_writer_close(pf_video_writer *w)
     if (w->closed) return w->failed;
     w->closed = true;
     pf_status st = PF_OK;
-    if (w->ff) st = pf_ffenc_finish(w->ff);
+    if (w->ff) {
+        /* The rest of the copied streams: up to the end of the last frame
+         * when the video was cut short (frames, duration), else all. */
+        bool cut = w->max_frames > 0 || w->end_s >= 0;
+        if (w->failed == PF_OK) st = pf_ffenc_copy_until(w->ff, cut ? w->last_end_s : 1e300);
+        pf_status fst = pf_ffenc_finish(w->ff);
+        if (st == PF_OK) st = fst;
+    }
     w->fp = NULL;
     if (w->failed == PF_OK) w->failed = st;
     /* Only a complete file gets the final name. */
@@ -264,4 +341,36 @@ void pf_video_writer_discard(pf_video_writer **pw)
 int64_t pf_video_writer_frame_count(const pf_video_writer *w)
 {
     return w ? w->frames : 0;
+}
+
+pf_status pf_parse_time(const char *text, double *seconds)
+{
+    PF_CHECK_ARG(text && seconds, "pf_parse_time", "NULL argument");
+    /* Up to three ':'-separated fields, the last one may have a fraction:
+     * [HH:]MM:SS[.frac] or plain seconds. */
+    double fields[3] = {0, 0, 0};
+    int n = 0;
+    const char *p = text;
+    for (;;) {
+        if (n == 3) goto bad;
+        char *end = NULL;
+        if (*p < '0' || *p > '9') goto bad; /* no sign, no space, no empty field */
+        double v = strtod(p, &end);
+        if (end == p || !(v >= 0 && v < 1e12)) goto bad;
+        fields[n++] = v;
+        if (*end == '\0') break;
+        if (*end != ':' || memchr(p, '.', (size_t)(end - p))) goto bad; /* fraction: last only */
+        p = end + 1;
+    }
+    double s = 0;
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && fields[i] >= 60) goto bad; /* MM and SS below 60 after the first */
+        s = s * 60 + fields[i];
+    }
+    *seconds = s;
+    return PF_OK;
+bad:
+    return pf_set_error(PF_ERR_INVALID,
+                        "time '%s': expected seconds (12.5) or [HH:]MM:SS[.frac] (00:01:02.5)",
+                        text);
 }
