@@ -274,7 +274,9 @@ PF_API const char *pf_stage_name(const pf_stage *stage);
  *     (frames, sized from the first image; others are decoded outside it)
  *     | pool_timeout_ms -1 | source 0 | memory host|pinned | fps 0 | count 0
  *   ops.convert        colour conversion (pf_ops_convert).
- *     format (required) | matrix bt601|bt709 | range limited|full
+ *     format (required) | matrix bt601|bt709 | range limited|full (matrix
+ *     and range of convert, preprocess and composite default to each
+ *     frame's own: pf_color_params_for)
  *   ops.resize         pf_ops_resize of the frame.
  *     width, height (required, 1..65536) | interp nearest|bilinear|area (bilinear)
  *   ops.preprocess     fused preprocess of the frame into a tensor; the item
@@ -349,11 +351,15 @@ PF_API const char *pf_stage_name(const pf_stage *stage);
  *     "checksum NAME: N items, 0x%016x" to stderr, or appends it to `file`.
  *     file PATH (optional)
  *   io.video_sink      encodes the items' frames (host memory; one thread,
- *     arrival order) with pf_video_writer; the first frame sets size and
- *     input format; closed (flushed) at stop.
+ *     arrival order) with pf_video_writer; the first frame sets size, input
+ *     format, time base, colour and sample aspect ratio; closed (flushed)
+ *     at stop.
  *     path FILE|- (required) | container | codec (libx264) | preset |
- *     codec_pixfmt | fps 30 (number > 0) | crf 23 (-1..63) | gop 0 |
- *     bitrate 0 (bits/s; 0 = crf) | codec_threads 0
+ *     codec_pixfmt | fps (number > 0; default the frames' own rate, else 30)
+ *     | crf 23 (-1..63) | gop 0 | bitrate 0 (bits/s; 0 = crf) |
+ *     codec_threads 0 | frames 0 (0 = all) | start, duration (seconds or
+ *     [HH:]MM:SS[.frac] on the frames' clock) | copy_streams FILE (its
+ *     audio/subtitles copied in: pf_video_writer_params.copy_streams_from)
  *   io.image_sink      writes each item's frame as an image file.
  *     path (required: a pattern where {seq}, {index} (6 digits) and
  *     {source} are replaced, e.g. out/frame_{seq}.png) | format

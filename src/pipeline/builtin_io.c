@@ -11,6 +11,7 @@
  * to and from device stages. Sinks write on one thread in arrival order
  * (video) or on any number of threads (images). */
 #include <dirent.h>
+#include <math.h>
 #include <glob.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,10 +373,46 @@ static pf_status check_output(bi_args *a, const char *path)
 typedef struct vsink {
     bi_stage base;
     pf_video_writer_params wp;
-    char *path, *container, *codec, *preset, *codec_pixfmt;
+    char *path, *container, *codec, *preset, *codec_pixfmt, *copy_streams;
+    bool fps_given;           /* `fps` in the YAML; else the frames' own rate */
     pf_video_writer *w;
     pf_status failed;
 } vsink;
+
+/* The frame rate of a stream whose first frame is f: from its duration
+ * (decoders set one frame's length) or, for a time base that is one frame
+ * (Y4M, raw, generated sources: pts = frame number), the time base itself.
+ * {0,0} when neither says. */
+static pf_rational frame_rate_of(const pf_frame *f)
+{
+    pf_rational tb = f->time_base;
+    if (tb.num <= 0 || tb.den <= 0) return (pf_rational){0, 0};
+    int64_t num = tb.den, den = (int64_t)tb.num * (f->duration > 0 ? f->duration : 1);
+    if (f->duration <= 0 && (double)num / (double)den > 1000) return (pf_rational){0, 0};
+    /* Reduced, so 24000/1001 stays exact and fits 32 bits. */
+    int64_t a = num, b = den;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    num /= a;
+    den /= a;
+    if (num > INT32_MAX || den > INT32_MAX) return (pf_rational){0, 0};
+    /* A coarse time base rounds durations (Matroska's 1 ms: 42 for 23.976
+     * fps): a rate within 1% of a common one is taken to be that one. */
+    static const pf_rational common[] = {{24000, 1001}, {24, 1}, {25, 1}, {30000, 1001},
+                                         {30, 1}, {48, 1}, {50, 1}, {60000, 1001},
+                                         {60, 1}, {120, 1}};
+    double r = (double)num / (double)den, best = 1e300;
+    size_t bi = 0;
+    for (size_t i = 0; i < sizeof common / sizeof common[0]; i++) {
+        double d = fabs(r - (double)common[i].num / common[i].den);
+        if (d < best) best = d, bi = i;
+    }
+    if (best <= 0.01 * r) return common[bi];
+    return (pf_rational){(int32_t)num, (int32_t)den};
+}
 
 static void vsink_close(vsink *s)
 {
@@ -394,6 +431,7 @@ static void vsink_free(bi_stage *b)
     free(s->codec);
     free(s->preset);
     free(s->codec_pixfmt);
+    free(s->copy_streams);
 }
 
 static void vsink_stop(void *user)
@@ -415,10 +453,18 @@ static pf_status vsink_process(void *user, pf_stage_ctx *ctx, pf_item *items, in
             break;
         }
         if (!s->w) {
-            /* The first frame decides size and input format. */
+            /* The first frame decides size and input format, and gives what
+             * the stream keeps of its source: clock (time base, rate unless
+             * `fps` is set: a 23.976 source stays on its 1001-tick grid),
+             * colour and sample aspect ratio. */
             s->wp.width = f->width;
             s->wp.height = f->height;
             s->wp.input_format = f->format;
+            s->wp.color = f->color;
+            s->wp.sar = f->sar;
+            if (f->time_base.num > 0 && f->time_base.den > 0) s->wp.time_base = f->time_base;
+            pf_rational r = frame_rate_of(f);
+            if (!s->fps_given) s->wp.fps = r.num > 0 ? r : (pf_rational){30, 1};
             st = pf_video_writer_create(&s->wp, &s->w);
             if (st != PF_OK) {
                 st = bi_item_failed(&s->base, &items[i], st, "io.video_sink");
@@ -453,20 +499,38 @@ pf_status bi_video_sink_create(bi_args *a, pf_stage_desc *d)
     const char *preset = bi_str(a, "preset");
     const char *container = bi_str(a, "container");
     const char *cpf = bi_str(a, "codec_pixfmt");
-    int64_t crf, gop, bitrate, threads;
+    const char *copy = bi_str(a, "copy_streams");
+    const char *start = bi_str(a, "start");
+    const char *duration = bi_str(a, "duration");
+    int64_t crf, gop, bitrate, threads, frames;
     double fps;
+    s->fps_given = bi_has(a, "fps");
     if (!path) st = bi_error(a, NULL, "missing required parameter 'path' (a video file or -)");
     if (st == PF_OK) st = bi_num(a, "fps", 30, 0, true, 1e6, false, &fps);
     if (st == PF_OK) st = bi_int(a, "crf", 23, -1, 63, &crf);
     if (st == PF_OK) st = bi_int(a, "gop", 0, 0, 100000, &gop);
     if (st == PF_OK) st = bi_int(a, "bitrate", 0, 0, INT64_MAX, &bitrate);
     if (st == PF_OK) st = bi_int(a, "codec_threads", 0, 0, 256, &threads);
+    if (st == PF_OK) st = bi_int(a, "frames", 0, 0, INT64_MAX, &frames);
+    if (st == PF_OK && codec && !pf_video_have_encoder(codec) && pf_io_have_ffmpeg())
+        st = bi_error(a, "codec", "codec '%s': FFmpeg has no such video encoder", codec);
+    if (st == PF_OK && start && pf_parse_time(start, &s->wp.start_s) != PF_OK)
+        st = bi_error(a, "start", "start '%s': expected seconds (12.5) or [HH:]MM:SS[.frac]",
+                      start);
+    if (st == PF_OK && duration &&
+        (pf_parse_time(duration, &s->wp.duration_s) != PF_OK || !(s->wp.duration_s > 0)))
+        st = bi_error(a, "duration",
+                      "duration '%s': expected a time > 0: seconds or [HH:]MM:SS[.frac]",
+                      duration);
     if (st == PF_OK) {
         s->path = strdup(path);
         s->codec = dup_opt(codec);
         s->preset = dup_opt(preset);
         s->container = dup_opt(container);
         s->codec_pixfmt = dup_opt(cpf);
+        s->copy_streams = dup_opt(copy);
+        s->wp.copy_streams_from = s->copy_streams;
+        s->wp.max_frames = frames;
         s->wp.path = s->path;
         if (s->codec) s->wp.codec = s->codec;
         if (s->preset) s->wp.preset = s->preset;
@@ -476,11 +540,16 @@ pf_status bi_video_sink_create(bi_args *a, pf_stage_desc *d)
         s->wp.gop = (int)gop;
         s->wp.bitrate = bitrate;
         s->wp.threads = (int)threads;
-        /* fps as a rational: integers exactly, others in 1/1000 units. */
-        if (fps == (double)(int32_t)fps)
+        /* fps as a rational: integers exactly, the NTSC rates (23.976,
+         * 29.97, 59.94...) as N*1000/1001, others in 1/1000 units. */
+        if (fps == (double)(int32_t)fps) {
             s->wp.fps = (pf_rational){(int32_t)fps, 1};
-        else
+        } else {
             s->wp.fps = (pf_rational){(int32_t)(fps * 1000 + 0.5), 1000};
+            double k = round(fps * 1.001);
+            if (k >= 1 && fabs(fps - k * 1000.0 / 1001.0) < 0.0015)
+                s->wp.fps = (pf_rational){(int32_t)k * 1000, 1001};
+        }
         if (!s->path) st = pf_set_error(PF_ERR_NOMEM, "io.video_sink: out of host memory");
     }
     if (st == PF_OK) st = check_output(a, path);

@@ -24,16 +24,42 @@ static pf_status need_frame(bi_stage *s, const pf_item *it)
     return bi_item_error(s, it, PF_ERR_INVALID, "the item has no frame");
 }
 
-/* Gives `dst` the timing and origin of `src` (pts, time base, index, source) and its ICC
- * profile (a reference: the pixels keep their colour meaning through the ops). */
+/* Gives `dst` the timing, origin and media description of `src` (pts,
+ * time base, duration, index, source, colour, aspect, and its ICC profile
+ * as a reference: the pixels keep their colour meaning through the ops). */
 static void copy_frame_stamp(pf_frame *dst, const pf_frame *src)
 {
-    dst->pts = src->pts;
-    dst->time_base = src->time_base;
-    dst->index = src->index;
-    dst->source = src->source;
-    pf_buffer_unref(&dst->icc);
-    dst->icc = pf_buffer_ref(src->icc);
+    pf_frame_copy_props(dst, src);
+}
+
+/* Colour of the YUV <-> RGB conversions of a stage: the YAML's `matrix` and
+ * `range` when given, else each frame's own (pf_color_params_for: what the
+ * decoder read from the stream). */
+typedef struct yuv_choice {
+    pf_color_params fixed;
+    bool own_matrix, own_range;   /* the key was given */
+} yuv_choice;
+
+static pf_status yuv_choice_parse(bi_args *a, yuv_choice *c)
+{
+    c->own_matrix = bi_has(a, "matrix");
+    c->own_range = bi_has(a, "range");
+    return bi_yuv(a, &c->fixed.matrix, &c->fixed.range);
+}
+
+static pf_color_params yuv_for(const yuv_choice *c, const pf_frame *f)
+{
+    pf_color_params p = pf_color_params_for(f);
+    if (c->own_matrix) p.matrix = c->fixed.matrix;
+    if (c->own_range) p.range = c->fixed.range;
+    return p;
+}
+
+/* The colour description of a YUV frame made with conversion `p`. */
+static void stamp_yuv(pf_color_info *c, pf_color_params p)
+{
+    c->matrix = p.matrix == PF_YUV_BT709 ? 1 : 6;
+    c->range = p.range == PF_YUV_FULL ? PF_COLOR_RANGE_FULL : PF_COLOR_RANGE_LIMITED;
 }
 
 /* Replaces the item's frame by `f` (taking it, stamped like the frame it
@@ -81,7 +107,7 @@ static pf_status for_each_item(void *s, pf_stage_ctx *ctx, pf_item *items, int n
 typedef struct convert_stage {
     bi_stage base;
     pf_pixfmt format;
-    pf_color_params color;
+    yuv_choice color;
 } convert_stage;
 
 static pf_status convert_one(void *user, pf_stage_ctx *ctx, pf_item *it)
@@ -93,9 +119,14 @@ static pf_status convert_one(void *user, pf_stage_ctx *ctx, pf_item *it)
     pf_ops *ops;
     pf_frame out = {0};
     st = frame_op_begin(&s->base, ctx, &ops, &out, s->format, it->frame.width, it->frame.height);
+    pf_color_params cp = yuv_for(&s->color, &it->frame);
     if (st == PF_OK)
-        st = bi_item_failed(&s->base, it, pf_ops_convert(ops, &it->frame, &out, &s->color),
+        st = bi_item_failed(&s->base, it, pf_ops_convert(ops, &it->frame, &out, &cp),
                             "pf_ops_convert");
+    /* emit_with_frame stamps out from it->frame: a YUV result says which
+     * matrix and range made it. */
+    if (st == PF_OK && (s->format == PF_PIXFMT_NV12 || s->format == PF_PIXFMT_I420))
+        stamp_yuv(&it->frame.color, cp);
     return frame_op_end(ctx, it, &out, st);
 }
 
@@ -111,7 +142,7 @@ pf_status bi_convert_create(bi_args *a, pf_stage_desc *d)
     if (!s) return st;
     d->process = convert_process;
     st = bi_pixfmt(a, "format", PF_PIXFMT_NONE, true, &s->format);
-    if (st == PF_OK) st = bi_yuv(a, &s->color.matrix, &s->color.range);
+    if (st == PF_OK) st = yuv_choice_parse(a, &s->color);
     return bi_create_end(s, d, st);
 }
 
@@ -171,6 +202,7 @@ typedef struct preprocess_stage {
     pf_dtype dtype;
     pf_layout layout;
     pf_preprocess_params pp;
+    yuv_choice color;
 } preprocess_stage;
 
 static pf_status preprocess_chunk(preprocess_stage *s, pf_stage_ctx *ctx, pf_item *items, int n)
@@ -192,7 +224,13 @@ static pf_status preprocess_chunk(preprocess_stage *s, pf_stage_ctx *ctx, pf_ite
     pf_status st = bi_ops(&s->base, ctx, &ops);
     if (st == PF_OK) st = bi_tensor_alloc(&s->base, ctx, &batch, s->dtype, 4, shape, s->layout);
     if (st == PF_OK) {
-        st = pf_ops_preprocess(ops, srcs, NULL, n, &batch, &s->pp, NULL);
+        /* One call converts every frame with one matrix: the chunk shares
+         * its first frame's colour (preprocess_process cuts chunks there). */
+        pf_preprocess_params pp = s->pp;
+        pf_color_params cp = yuv_for(&s->color, srcs[0]);
+        pp.matrix = cp.matrix;
+        pp.range = cp.range;
+        st = pf_ops_preprocess(ops, srcs, NULL, n, &batch, &pp, NULL);
         st = bi_item_failed(&s->base, &items[0], st, "pf_ops_preprocess");
     }
     /* Each item gets its own [1, ...] view of the batch: one buffer, so a
@@ -212,6 +250,19 @@ static pf_status preprocess_process(void *user, pf_stage_ctx *ctx, pf_item *item
     int done = 0;
     while (done < n && st == PF_OK) {
         int k = n - done < PRE_CHUNK ? n - done : PRE_CHUNK;
+        /* A chunk ends where the colour changes (two sources, a stream that
+         * switches range): each call has one matrix. */
+        if (items[done].frame.buf[0]) {
+            pf_color_params c0 = yuv_for(&s->color, &items[done].frame);
+            for (int j = 1; j < k; j++) {
+                if (!items[done + j].frame.buf[0]) break;
+                pf_color_params cj = yuv_for(&s->color, &items[done + j].frame);
+                if (cj.matrix != c0.matrix || cj.range != c0.range) {
+                    k = j;
+                    break;
+                }
+            }
+        }
         st = preprocess_chunk(s, ctx, items + done, k);
         for (int i = 0; i < k && st == PF_OK; i++, done++) st = bi_emit(ctx, &items[done]);
     }
@@ -255,7 +306,7 @@ pf_status bi_preprocess_create(bi_args *a, pf_stage_desc *d)
     if (st == PF_OK) st = bi_bool(a, "bgr", false, &s->pp.bgr);
     if (st == PF_OK) st = parse_triplet(a, "mean", 0.0f, s->pp.mean, false);
     if (st == PF_OK) st = parse_triplet(a, "std", 1.0f, s->pp.std, true);
-    if (st == PF_OK) st = bi_yuv(a, &s->pp.matrix, &s->pp.range);
+    if (st == PF_OK) st = yuv_choice_parse(a, &s->color);
     s->width = (int)w;
     s->height = (int)h;
     s->dtype = dt == 0 ? PF_DTYPE_F32 : PF_DTYPE_F16;
@@ -464,6 +515,7 @@ typedef struct composite_stage {
     bi_stage base;
     mask_mode mask;
     pf_background bg;
+    yuv_choice color;
     pf_pixfmt format;
     pf_tensor masks;   /* [GEN_MASKS, 1, GEN_SIZE, GEN_SIZE] f32, made on first use */
 } composite_stage;
@@ -561,8 +613,13 @@ static pf_status composite_process(void *user, pf_stage_ctx *ctx, pf_item *items
             st = frame_op_begin(&s->base, ctx, &ops, &out, s->format, it->frame.width,
                                 it->frame.height);
         if (st == PF_OK) {
-            st = pf_ops_composite(ops, &it->frame, use_item ? &it->tensor : &gen, &s->bg, &out);
+            pf_background bg = s->bg;
+            pf_color_params cp = yuv_for(&s->color, &it->frame);
+            bg.matrix = cp.matrix;
+            bg.range = cp.range;
+            st = pf_ops_composite(ops, &it->frame, use_item ? &it->tensor : &gen, &bg, &out);
             st = bi_item_failed(&s->base, it, st, "pf_ops_composite");
+            if (st == PF_OK && s->format == PF_PIXFMT_NV12) stamp_yuv(&it->frame.color, cp);
         }
         pf_tensor_unref(&gen);
         st = frame_op_end(ctx, it, &out, st);
@@ -595,7 +652,7 @@ pf_status bi_composite_create(bi_args *a, pf_stage_desc *d)
             st = bi_error(a, "color", "color '%s': expected 3 integers 0..255 (R,G,B)",
                           bi_str(a, "color"));
     if (st == PF_OK) st = bi_enum(a, "format", formats, 0, &fmt);
-    if (st == PF_OK) st = bi_yuv(a, &s->bg.matrix, &s->bg.range);
+    if (st == PF_OK) st = yuv_choice_parse(a, &s->color);
     s->mask = (mask_mode)mask;
     s->bg.kind = bg == 0 ? PF_BG_BLUR : bg == 1 ? PF_BG_COLOR : PF_BG_NONE;
     s->bg.blur_sigma = (float)sigma;

@@ -202,12 +202,8 @@ static pf_status copy_frame(pl_transfer *t, pf_frame *dst, const pf_frame *src, 
         pf_frame_unref(dst);
         return st;
     }
-    dst->pts = src->pts;
-    dst->time_base = src->time_base;
-    dst->index = src->index;
-    dst->source = src->source;
+    pf_frame_copy_props(dst, src); /* timing, colour, aspect, ICC: not only pts */
     dst->meta = pf_buffer_ref(src->meta);
-    dst->icc = pf_buffer_ref(src->icc);
     (*copies)++;
     return PF_OK;
 }
