@@ -49,6 +49,16 @@ static const cli_option seg_options[] = {
     {"quiet", NULL, "no progress"},
     /* overwrite control (-y / -n) */
     CLI_OVERWRITE_OPTIONS,
+    /* Encoder and trim (video output; parse_encode_options) */
+    {"codec", "NAME", "video encoder (FFmpeg name: libx264 (default), libx265, libvpx-vp9, "
+                      "mpeg4, ...)"},
+    {"crf", "N", "constant quality 0..63 (libx264 default 23; lower = better)"},
+    {"preset", "NAME", "encoder preset (libx264: ultrafast..veryslow, default medium)"},
+    {"bitrate", "RATE", "target bits/s instead of --crf: 2500000, 2500k, 2.5M"},
+    {"frames", "N", "process at most N frames (video)"},
+    {"start", "TIME", "start at TIME: seconds (12.5) or [HH:]MM:SS[.frac]; frame-accurate"},
+    {"duration", "TIME", "process TIME from the start (same forms)"},
+    {"no-audio", NULL, "leave out the input's audio and other streams (kept by default)"},
     {"help", NULL, "show this help"},
     {NULL, NULL, NULL},
 };
@@ -59,7 +69,9 @@ static void seg_usage(FILE *f)
             "usage: pixflow segment INPUT... [-o OUTPUT] [--background blur|#RRGGBB|IMAGE|none]\n"
             "                       [--mask-out PATH] [--alpha] [--model MODEL] [--device SPEC]\n"
             "                       [--batch N | --latency] [--trace FILE] [--stats] [--json]\n"
-            "                       [--quiet] [-y | -n]\n\n"
+            "                       [--quiet] [-y | -n] [--codec NAME] [--crf N | --bitrate RATE]\n"
+            "                       [--preset NAME] [--start TIME] [--duration TIME]\n"
+            "                       [--frames N] [--no-audio]\n\n"
             "Finds the people in a video or images and replaces the background.\n"
             "INPUT: a video file (Y4M; other containers when built with FFmpeg), '-' for Y4M\n"
             "on stdin, an image (PNG/JPEG), a directory of images, or a glob ('shots/*.jpg').\n"
@@ -79,6 +91,12 @@ static void seg_usage(FILE *f)
             "output that is an input (the same file, however named) or two inputs whose\n"
             "outputs share a name are refused before anything is written. Ctrl-C stops early\n"
             "and still finishes the video written so far; a second Ctrl-C does not cut it.\n\n"
+            "A video output keeps the input's frame timing (no re-gridding), colour\n"
+            "(range, matrix, primaries, transfer: tagged like the input; 10-bit input is\n"
+            "written as 8-bit), sample aspect ratio and rotation, and copies its audio and\n"
+            "subtitle streams unchanged (no re-encode) unless --no-audio; --start,\n"
+            "--duration and --frames cut video and audio alike. Odd sizes are padded by\n"
+            "one row/column (the edge repeated) for codecs that need even sizes.\n\n"
             "options:\n");
     cli_print_options(f, seg_options);
     fprintf(f, "\nexit status: 0 all done; 1 a failure, or some images could not be read or\n"
@@ -191,6 +209,61 @@ static bool check_mask_output(seg_job *job, const pf_model *m)
               classes ? " (a class map [1, C, H, W] needs ops.mask_post with 'channel' or "
                         "'softmax' in a pipeline file: pixflow run)" : "");
     return false;
+}
+
+/* "2500000", "2500k", "2.5M" -> bits/s; false when not a positive rate. */
+static bool parse_rate(const char *v, int64_t *out)
+{
+    char *end = NULL;
+    double x = strtod(v, &end);
+    if (!end || end == v) return false;
+    if (*end == 'k' || *end == 'K') x *= 1e3, end++;
+    else if (*end == 'm' || *end == 'M') x *= 1e6, end++;
+    if (*end || !(x >= 1000 && x <= 1e11)) return false;
+    *out = (int64_t)(x + 0.5);
+    return true;
+}
+
+/* --codec, --crf, --preset, --bitrate, --frames, --start, --duration,
+ * --no-audio into the job; a usage error names the option and value. */
+static int parse_encode_options(seg_job *job, const cli_args *a)
+{
+    const char *v;
+    job->crf = -2;
+    job->no_audio = cli_flag(seg_options, a, "no-audio");
+    if ((v = cli_value(seg_options, a, "codec"))) {
+        if (!pf_video_have_encoder(v))
+            return usage_error("--codec '%s': FFmpeg has no such video encoder", v);
+        job->codec = v;
+    }
+    if ((v = cli_value(seg_options, a, "preset"))) {
+        if (!v[0]) return usage_error("--preset '%s': expected a preset name", v);
+        job->preset = v;
+    }
+    long n = 0;
+    if ((v = cli_value(seg_options, a, "crf"))) {
+        if (!cli_parse_long(v, 0, 63, &n)) return usage_error("--crf '%s': expected 0..63", v);
+        job->crf = (int)n;
+    }
+    if ((v = cli_value(seg_options, a, "bitrate"))) {
+        if (!parse_rate(v, &job->bitrate))
+            return usage_error("--bitrate '%s': expected bits/s >= 1000, e.g. 2500k or 2.5M", v);
+        if (job->crf >= 0) return usage_error("--bitrate %s: give --crf or --bitrate, not both", v);
+    }
+    if ((v = cli_value(seg_options, a, "frames"))) {
+        if (!cli_parse_long(v, 1, 2000000000L, &n))
+            return usage_error("--frames '%s': expected a frame count >= 1", v);
+        job->max_frames = n;
+    }
+    if ((v = cli_value(seg_options, a, "start")) && pf_parse_time(v, &job->start_s) != PF_OK)
+        return usage_error("--start '%s': expected seconds (12.5) or [HH:]MM:SS[.frac]", v);
+    if ((v = cli_value(seg_options, a, "duration"))) {
+        if (pf_parse_time(v, &job->duration_s) != PF_OK || !(job->duration_s > 0))
+            return usage_error("--duration '%s': expected a time > 0: seconds (12.5) or "
+                               "[HH:]MM:SS[.frac]",
+                               v);
+    }
+    return CLI_EXIT_OK;
 }
 
 /* The model's input geometry (for ops.preprocess). */
@@ -456,6 +529,17 @@ static int run_job(seg_job *job, seg_run *r, bool json, bool stats)
     st = pf_pipeline_start(p);
     progress pg = {.t0_ns = t0, .last_ns = t0};
     pg.total = job->kind == SEG_IMAGES ? job->num_inputs : job->info.frame_count;
+    if (job->kind == SEG_VIDEO && pg.total > 0) {
+        /* What the trim options leave of it. */
+        double fps = job->info.fps.num > 0 && job->info.fps.den > 0
+                         ? (double)job->info.fps.num / job->info.fps.den
+                         : 0;
+        if (fps > 0) pg.total -= (int64_t)(job->start_s * fps + 0.5);
+        if (fps > 0 && job->duration_s > 0 && pg.total > (int64_t)(job->duration_s * fps + 0.5))
+            pg.total = (int64_t)(job->duration_s * fps + 0.5);
+        if (job->max_frames > 0 && pg.total > job->max_frames) pg.total = job->max_frames;
+        if (pg.total < 1) pg.total = 1;
+    }
     if (st == PF_OK)
         while ((st = pf_pipeline_wait(p, 250000)) == PF_TIMEOUT)
             if (!job->quiet) progress_update(job, &pg);
@@ -470,6 +554,12 @@ static int run_job(seg_job *job, seg_run *r, bool json, bool stats)
     if (stats) pf_pipeline_print_stats(p, strcmp(job->output, "-") ? stdout : stderr);
     pf_pipeline_destroy(&p); /* closes the writers, writes the trace */
     bool failed = st != PF_OK || atomic_load(&job->write_failed);
+    if (!failed && !interrupted && job->kind == SEG_VIDEO && s.frames == 0 && job->start_s > 0) {
+        /* Nothing to write: say why instead of leaving no output silently. */
+        seg_error(job, "--start %g s: %s has no frames from there on", job->start_s,
+                  job->input_label);
+        failed = true;
+    }
     s.status = interrupted ? "interrupted" : failed ? "failed" : "done";
     FILE *out = strcmp(job->output, "-") ? stdout : stderr;
     if (json)
@@ -520,9 +610,11 @@ int cmd_segment(int argc, char **argv)
             return usage_error("--smooth '%s': expected a number in (0, 1]", v);
         job.smooth = (float)x;
     }
+    int rc = parse_encode_options(&job, &a);
+    if (rc != CLI_EXIT_OK) return rc;
     const char *bg = cli_value(seg_options, &a, "background");
     if (job.alpha && !bg) bg = "none";
-    int rc = parse_background(&job, bg);
+    rc = parse_background(&job, bg);
     if (rc != CLI_EXIT_OK) {
         seg_job_free(&job);
         return rc;

@@ -53,6 +53,13 @@ typedef struct seg_job {
     /* video */
     pf_video_reader *reader;
     pf_video_info info;
+    /* encoder and trim options (--codec ... --no-audio; cmd_segment.c) */
+    const char *codec, *preset; /* NULL = the writer's defaults */
+    int crf;                    /* -1 = codec default, -2 = not given */
+    int64_t bitrate;            /* bits/s, 0 = not given */
+    int64_t max_frames;         /* --frames, 0 = all */
+    double start_s, duration_s; /* --start/--duration; duration 0 = to the end */
+    bool no_audio;
     /* results (written by the stages' threads) */
     atomic_llong frames_done;
     atomic_llong images_failed;

@@ -59,7 +59,42 @@ static void gate_leave(seg_job *job, int n)
 typedef struct seg_source {
     seg_job *job;
     int next;
+    int64_t emitted;         /* video frames handed on (--frames) */
 } seg_source;
+
+/* Seconds of frame f on the source clock, counted from the stream's start. */
+static double source_time(const seg_job *job, const pf_frame *f)
+{
+    if (f->pts != PF_NOPTS && f->time_base.num > 0 && f->time_base.den > 0)
+        return (double)f->pts * f->time_base.num / f->time_base.den - job->info.start_time_s;
+    if (job->info.fps.num > 0 && job->info.fps.den > 0)
+        return (double)f->index * job->info.fps.den / job->info.fps.num;
+    return (double)f->index / 30.0;
+}
+
+/* The next frame inside --start/--duration/--frames: frames before the
+ * start are decoded and dropped here (frame-accurate, cheap next to
+ * segmenting them); the end of the window is the end of the input. The
+ * writer gets the same window, for the copied audio. */
+static pf_status read_trimmed(seg_source *s, seg_job *job, pf_frame *out)
+{
+    for (;;) {
+        if (job->max_frames > 0 && s->emitted >= job->max_frames) return PF_EOF;
+        pf_status st = pf_video_reader_read(job->reader, out);
+        if (st != PF_OK) return st;
+        double t = source_time(job, out), eps = 1e-6;
+        if (t < job->start_s - eps) {
+            pf_frame_unref(out);
+            continue;
+        }
+        if (job->duration_s > 0 && t >= job->start_s + job->duration_s - eps) {
+            pf_frame_unref(out);
+            return PF_EOF;
+        }
+        s->emitted++;
+        return PF_OK;
+    }
+}
 
 static pf_status source_fn(void *user, pf_stage_ctx *ctx, pf_item *out)
 {
@@ -72,7 +107,7 @@ static pf_status source_fn(void *user, pf_stage_ctx *ctx, pf_item *out)
     }
     if (job->kind == SEG_VIDEO) {
         /* A broken stream stops the run; the reader's message names the file. */
-        pf_status st = pf_video_reader_read(job->reader, &out->frame);
+        pf_status st = read_trimmed(s, job, &out->frame);
         if (st != PF_OK && job->gate) gate_leave(job, 1);
         return st;
     }
@@ -172,13 +207,16 @@ static pf_status comp_process(void *user, pf_stage_ctx *ctx, pf_item *items, int
         pf_frame out = {0};
         st = pf_frame_alloc(&out, s->format, it->frame.width, it->frame.height, a,
                             pf_stage_stream(ctx));
-        if (st == PF_OK) st = pf_ops_composite(s->ops, &it->frame, &it->tensor, &s->bg, &out);
         if (st == PF_OK) {
-            out.pts = it->frame.pts;
-            out.time_base = it->frame.time_base;
-            out.index = it->frame.index;
-            out.source = it->frame.source;
-            out.icc = pf_buffer_ref(it->frame.icc); /* the input image's ICC profile */
+            /* YUV frames in their own matrix and range (full-range and
+             * BT.709 input would otherwise come out off-colour). */
+            pf_color_params cp = pf_color_params_for(&it->frame);
+            s->bg.matrix = cp.matrix;
+            s->bg.range = cp.range;
+            st = pf_ops_composite(s->ops, &it->frame, &it->tensor, &s->bg, &out);
+        }
+        if (st == PF_OK) {
+            pf_frame_copy_props(&out, &it->frame); /* with the input image's ICC profile */
             pf_frame_unref(&it->frame);
             it->frame = out;
             memset(&out, 0, sizeof out);
@@ -207,8 +245,7 @@ pf_status seg_add_composite(pf_pipeline *p, seg_job *job, pf_device *dev, pf_sta
                                            : PF_BG_NONE;
     s->bg.blur_sigma = 12.0f;
     memcpy(s->bg.color, job->color, 3);
-    /* Video frames: BT.601 limited range unless the reader says otherwise
-     * (pf_video_info has no colour matrix yet). */
+    /* Video frames are converted with their own colour (comp_process). */
     pf_stage_desc d = pf_stage_desc_default();
     d.name = "composite";
     d.process = comp_process;
@@ -266,6 +303,30 @@ static pf_status open_writer(seg_job *job, const char *path, const pf_frame *f, 
     wp.height = f->height;
     wp.input_format = f->format;
     if (job->info.fps.num > 0 && job->info.fps.den > 0) wp.fps = job->info.fps;
+    /* Kept from the input: clock, colour, aspect, rotation; the trim window
+     * (on the source clock, so copied audio is cut the same way). */
+    wp.time_base = f->time_base.num > 0 && f->time_base.den > 0 ? f->time_base
+                                                                : job->info.time_base;
+    wp.color = f->color;
+    wp.sar = f->sar.num > 0 ? f->sar : job->info.sar;
+    wp.rotation = job->info.rotation;
+    wp.start_s = job->info.start_time_s + job->start_s;
+    wp.duration_s = job->duration_s;
+    wp.max_frames = job->max_frames;
+    /* The other streams (audio...) of the input, except for the mask video
+     * and stdin (which cannot be read twice). */
+    if (f->format != PF_PIXFMT_GRAY8 && !job->no_audio && job->info.other_streams > 0 &&
+        strcmp(job->inputs[0], "-") != 0)
+        wp.copy_streams_from = job->inputs[0];
+    if (f->format == PF_PIXFMT_GRAY8) {
+        /* A mask: no colour of the input's to keep. */
+        memset(&wp.color, 0, sizeof wp.color);
+        wp.color.range = PF_COLOR_RANGE_FULL;
+    }
+    if (job->codec) wp.codec = job->codec;
+    if (job->preset) wp.preset = job->preset;
+    if (job->crf != -2) wp.crf = job->crf;
+    if (job->bitrate > 0) wp.bitrate = job->bitrate;
     if (alpha) {
         const char *ext = strrchr(path, '.');
         if (ext && !strcmp(ext, ".mkv")) {
@@ -317,6 +378,8 @@ static pf_status write_mask(seg_sink *s, const pf_item *it, int image)
                   job->kind == SEG_IMAGES ? job->inputs[image] : job->input_label);
         return PF_ERR_INTERNAL;
     }
+    /* The mask video keeps the frames' timing (and trim window). */
+    pf_frame_copy_props(&s->gray, &it->frame);
     if (job->kind == SEG_VIDEO && !job->mask_is_dir) {
         if (!s->mask_w) st = open_writer(job, job->mask_out, &s->gray, false, &s->mask_w);
         if (st == PF_OK) st = pf_video_writer_write(s->mask_w, &s->gray);
