@@ -222,6 +222,19 @@ EOF
   expect_status 0 "pixflow run (start/duration/codec)" "$PIXFLOW" run q.yaml
   expect_eq "codec" "$(probe trim.mkv v:0 codec_name)" mpeg4
   expect_eq "frames 0.5..1.0 s" "$(frames trim.mkv)" 12
+  # Sample aspect ratio through a resize: the display aspect stays
+  # (4:3 pixels, 160x120 -> 320x120: 2:3 pixels), as FFmpeg's scale does.
+  ff -i in.mp4 -vf setsar=4/3 -c:v libx264 -an sar.mp4
+  cat > s.yaml <<EOF
+name: sar
+device: cpu
+stages:
+  - {name: src, type: io.video_source, path: sar.mp4}
+  - {name: wide, type: ops.resize, width: 320, height: 120}
+  - {name: out, type: io.video_sink, path: sar_out.mp4}
+EOF
+  expect_status 0 "pixflow run (resize keeps the display aspect)" "$PIXFLOW" run s.yaml
+  expect_eq "SAR after the resize" "$(probe sar_out.mp4 v:0 sample_aspect_ratio)" 2:3
   cat > r.yaml <<EOF
 name: bad
 device: cpu

@@ -29,7 +29,26 @@ static pf_status need_frame(bi_stage *s, const pf_item *it)
  * as a reference: the pixels keep their colour meaning through the ops). */
 static void copy_frame_stamp(pf_frame *dst, const pf_frame *src)
 {
+    int dw = dst->width, dh = dst->height;
     pf_frame_copy_props(dst, src);
+    /* A resize that changes the shape changes the pixels' shape too: the
+     * display aspect stays (as FFmpeg's scale filter does),
+     * sar' = sar * (dh * sw) / (dw * sh). */
+    if (src->sar.num > 0 && src->sar.den > 0 && dw > 0 && dh > 0 &&
+        ((int64_t)dh * src->width != (int64_t)dw * src->height)) {
+        int64_t num = (int64_t)src->sar.num * dh * src->width;
+        int64_t den = (int64_t)src->sar.den * dw * src->height;
+        int64_t a = num, b = den;
+        while (b) {
+            int64_t t = a % b;
+            a = b;
+            b = t;
+        }
+        num /= a;
+        den /= a;
+        dst->sar = num <= INT32_MAX && den <= INT32_MAX ? (pf_rational){(int32_t)num, (int32_t)den}
+                                                        : (pf_rational){0, 0};
+    }
 }
 
 /* Colour of the YUV <-> RGB conversions of a stage: the YAML's `matrix` and
@@ -364,6 +383,8 @@ static pf_status reproject_one(reproject_stage *s, pf_stage_ctx *ctx, pf_item *i
         st = pf_ops_equirect_to_views(ops, src, s->views, dsts, n, s->interp);
         st = bi_item_failed(&s->base, it, st, "pf_ops_equirect_to_views");
     }
+    /* Views are rendered with square pixels whatever the equirect's. */
+    it->frame.sar = (pf_rational){0, 0};
     if (s->mosaic) return frame_op_end(ctx, it, &mosaic, st);
     for (int v = 0; v < n && st == PF_OK; v++) {
         pf_item out;
