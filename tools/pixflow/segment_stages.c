@@ -380,6 +380,7 @@ static pf_status write_mask(seg_sink *s, const pf_item *it, int image)
     }
     /* The mask video keeps the frames' timing (and trim window). */
     pf_frame_copy_props(&s->gray, &it->frame);
+    pf_buffer_unref(&s->gray.icc); /* a mask, not the image's colours */
     if (job->kind == SEG_VIDEO && !job->mask_is_dir) {
         if (!s->mask_w) st = open_writer(job, job->mask_out, &s->gray, false, &s->mask_w);
         if (st == PF_OK) st = pf_video_writer_write(s->mask_w, &s->gray);
