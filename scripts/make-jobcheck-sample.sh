@@ -11,11 +11,13 @@
 #              (NVDEC reads it on the GPU machine, which has no FFmpeg)
 #   clip.y4m   the same stream decoded by ffmpeg (yuv420p, 10 MB): the CPU
 #              side of the comparison sees exactly the frames NVDEC decodes
+#   clip.mp4   the same frames encoded again by x264 into MP4 with a 440 Hz AAC
+#              tone (FFmpeg's demuxer and decoder on the GPU machine, audio)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "${1:-}" = "--force" ] && rm -rf .data/jobcheck
 dir=.data/jobcheck
-[ -f "$dir/clip.h264" ] && [ -f "$dir/clip.y4m" ] && exit 0
+[ -f "$dir/clip.h264" ] && [ -f "$dir/clip.y4m" ] && [ -f "$dir/clip.mp4" ] && exit 0
 command -v ffmpeg >/dev/null || { echo "make-jobcheck-sample: needs the ffmpeg program" >&2; exit 1; }
 [ -f .data/Megamind.avi ] || { echo "make-jobcheck-sample: .data/Megamind.avi is missing (scripts/fetch-media.sh)" >&2; exit 1; }
 mkdir -p "$dir"
@@ -24,4 +26,8 @@ ffmpeg -v error -y -i .data/Megamind.avi -frames:v 30 -vf scale=640:360 -an -c:v
 mv "$dir/clip.h264.tmp" "$dir/clip.h264"
 ffmpeg -v error -y -i "$dir/clip.h264" -pix_fmt yuv420p -f yuv4mpegpipe "$dir/clip.y4m.tmp"
 mv "$dir/clip.y4m.tmp" "$dir/clip.y4m"
-echo "make-jobcheck-sample: $dir/clip.h264 $dir/clip.y4m"
+ffmpeg -v error -y -i "$dir/clip.y4m" -f lavfi -i sine=frequency=440:duration=1.2 \
+  -map 0:v -map 1:a -c:v libx264 -preset fast -bf 2 -g 15 -pix_fmt yuv420p -c:a aac \
+  -shortest -f mp4 "$dir/clip.mp4.tmp"
+mv "$dir/clip.mp4.tmp" "$dir/clip.mp4"
+echo "make-jobcheck-sample: $dir/clip.h264 $dir/clip.y4m $dir/clip.mp4"

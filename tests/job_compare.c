@@ -7,8 +7,8 @@
  *   job_compare A B [--max-mean M] [--over T --max-over-frac F] [--min-psnr P]
  *
  * A and B are images (PNG/JPEG, compared in their native layout, which must
- * be the same) or Y4M videos (every frame compared as RGB24, frame counts must
- * match). Prints one line:
+ * be the same) or videos (Y4M, or any container this build's FFmpeg reads:
+ * every frame compared as RGB24, frame counts must match). Prints one line:
  *   A vs B: N frame(s) WxH C ch, max D, mean E, >T: F%, PSNR G dB
  * and exits 0 when every given limit holds, 1 when one does not (or the two
  * differ in size, layout or frame count, or a file cannot be read), 2 on
@@ -162,7 +162,8 @@ int main(int argc, char **argv)
     }
     tally t = {0};
     pf_frame shape = {0};
-    bool video = has_suffix(argv[1], ".y4m");
+    bool video = !(has_suffix(argv[1], ".png") || has_suffix(argv[1], ".jpg") ||
+                   has_suffix(argv[1], ".jpeg"));
     int frames = video ? compare_videos(argv[1], argv[2], thr, &t, &shape)
                        : compare_images(argv[1], argv[2], thr, &t, &shape);
     if (frames <= 0) {

@@ -7,7 +7,7 @@ if(PF_BUILD_TOOLS)
   add_executable(job_compare ${CMAKE_CURRENT_LIST_DIR}/job_compare.c)
   target_compile_options(job_compare PRIVATE ${PF_C_WARNINGS})
   target_link_libraries(job_compare PRIVATE pixflow_static m)
-  foreach(case segment_image segment_video segment_nvdec reproject_image reproject_video)
+  foreach(case segment_image segment_video segment_nvdec segment_mp4 reproject_image reproject_video)
     add_test(NAME jobs_gpu_${case}
       COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/jobs_gpu.sh ${case}
               $<TARGET_FILE:pixflow_cli> $<TARGET_FILE:job_compare>

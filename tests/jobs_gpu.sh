@@ -6,7 +6,7 @@
 #
 #   jobs_gpu.sh CASE PIXFLOW JOB_COMPARE REPROJECT_REF SRC WORKDIR
 #
-# CASE: segment_image segment_video segment_nvdec reproject_image reproject_video.
+# CASE: segment_image segment_video segment_nvdec segment_mp4 reproject_image reproject_video.
 # Inputs: SRC/.data/astronaut.png and messi5.jpg (scripts/fetch-media.sh);
 # SRC/.data/jobcheck/clip.h264 and clip.y4m (scripts/make-jobcheck-sample.sh:
 # 30 frames of Megamind.avi at 640x360 as an H.264 elementary stream, and the
@@ -114,6 +114,19 @@ segment_nvdec)
     -o nvdec_cpu.y4m --mask-out nvdec_cpu_mask --device cpu --quiet
   compare nvdec_gpu.y4m nvdec_cpu.y4m "${SEG_TOL[@]}"
   compare_dirs nvdec_gpu_mask nvdec_cpu_mask "${SEG_TOL[@]}"
+  ;;
+segment_mp4)
+  # MP4 (H.264 + AAC) through FFmpeg's demuxer and decoder (on the GPU machine
+  # the static FFmpeg of scripts/build-ffmpeg-static.sh), encoded back to MP4
+  # with the default encoder (libx264, or mpeg4 where FFmpeg lacks it).
+  need "$SRC/.data/jobcheck/clip.mp4"
+  segment_both "$SRC/.data/jobcheck/clip.mp4" mp4 y4m ""
+  compare mp4_gpu.y4m mp4_cpu.y4m "${SEG_TOL[@]}"
+  compare_dirs mp4_gpu_mask mp4_cpu_mask "${SEG_TOL[@]}"
+  run "segment mp4 -> mp4 on $DEV" "$PIXFLOW" segment "$SRC/.data/jobcheck/clip.mp4" \
+    -o mp4_gpu.mp4 --device "$DEV" --quiet
+  # Encoded: the two differ by the encoder's loss as well, so PSNR only.
+  compare mp4_gpu.mp4 mp4_gpu.y4m --min-psnr 30
   ;;
 reproject_image)
   "$REF" gen pano.png 2048 1024 7 >/dev/null && "$REF" gen pano_b.jpg 2048 1024 8 90 >/dev/null ||

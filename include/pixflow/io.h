@@ -332,7 +332,9 @@ typedef struct pf_video_writer_params {
     pf_rational fps;           /* default 30/1; also the time base unless frames carry one */
     pf_pixfmt input_format;    /* of the frames passed to write(): RGB24, BGR24, RGBA,
                                   GRAY8, NV12, I420 */
-    const char *codec;         /* FFmpeg encoder name, default "libx264" */
+    const char *codec;         /* FFmpeg encoder name; NULL (default) = libx264 when this
+                                  FFmpeg has it, else the container's default encoder,
+                                  else "mpeg4" (logged at info level) */
     int crf;                   /* constant quality for x264/x265/vpx (0..51), default 23;
                                   -1 = codec default */
     const char *preset;        /* encoder preset, default "medium" (x264); NULL = none */

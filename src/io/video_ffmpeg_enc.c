@@ -327,6 +327,26 @@ static void pad_edges(AVFrame *fr, int w, int h)
     }
 }
 
+/* The encoder when params.codec is NULL: libx264 where this FFmpeg has it
+ * (what ffmpeg itself picks for MP4/MKV/MOV), else the container's own
+ * default, else MPEG-4 Part 2, which every FFmpeg build has natively (the
+ * GPU machine's static FFmpeg has no external codec libraries). The
+ * fallback is logged, since its quality per bit is far below x264's. */
+static const AVCodec *default_encoder(const AVOutputFormat *of, const char *name)
+{
+    const AVCodec *c = avcodec_find_encoder_by_name("libx264");
+    if (c && avformat_query_codec(of, c->id, FF_COMPLIANCE_NORMAL) == 1) return c;
+    c = of->video_codec != AV_CODEC_ID_NONE ? avcodec_find_encoder(of->video_codec) : NULL;
+    if (!c || avformat_query_codec(of, c->id, FF_COMPLIANCE_NORMAL) == 0) {
+        const AVCodec *m = avcodec_find_encoder(AV_CODEC_ID_MPEG4);
+        if (m && avformat_query_codec(of, m->id, FF_COMPLIANCE_NORMAL) != 0) c = m;
+    }
+    if (c)
+        pf_log(PF_LOG_INFO, "%s: this FFmpeg has no libx264 for %s: encoding with %s", name,
+               of->name, c->name);
+    return c;
+}
+
 pf_status pf_ffenc_open(const pf_video_writer_params *p, const char *name, pf_ffenc **out)
 {
     *out = NULL;
@@ -347,9 +367,17 @@ pf_status pf_ffenc_open(const pf_video_writer_params *p, const char *name, pf_ff
                                       name);
         goto fail;
     }
-    const char *codec_name = p->codec && p->codec[0] ? p->codec : "libx264";
-    const AVCodec *codec = avcodec_find_encoder_by_name(codec_name);
+    const char *codec_name = p->codec && p->codec[0] ? p->codec : NULL;
+    const AVCodec *codec = codec_name ? avcodec_find_encoder_by_name(codec_name)
+                                      : default_encoder(e->oc->oformat, name);
+    if (!codec_name && codec) codec_name = codec->name;
     if (!codec) {
+        if (!codec_name) {
+            st = pf_set_error(PF_ERR_UNSUPPORTED,
+                              "%s: this FFmpeg has no video encoder for the %s container "
+                              "(set params.codec)", name, e->oc->oformat->name);
+            goto fail;
+        }
         st = pf_set_error(PF_ERR_UNSUPPORTED, "%s: FFmpeg has no encoder named '%s'", name,
                           codec_name);
         goto fail;
@@ -418,7 +446,19 @@ pf_status pf_ffenc_open(const pf_video_writer_params *p, const char *name, pf_ff
     if (st == PF_OK && p->crf >= 0 && p->bitrate <= 0) {
         char v[16];
         snprintf(v, sizeof v, "%d", p->crf);
-        st = set_opt(e, "crf", v);
+        if (av_opt_find(e->enc->priv_data, "crf", NULL, 0, 0)) {
+            st = set_opt(e, "crf", v);
+        } else if (codec->id == AV_CODEC_ID_MPEG4 || codec->id == AV_CODEC_ID_MJPEG ||
+                   codec->id == AV_CODEC_ID_MPEG2VIDEO || codec->id == AV_CODEC_ID_MPEG1VIDEO ||
+                   codec->id == AV_CODEC_ID_H263) {
+            /* FFmpeg's own MPEG-1/2/4, H.263 and MJPEG encoders have no crf and would fall
+             * back to their 200 kb/s default: constant quantizer instead,
+             * crf 23 -> q 4, 18 -> 2, 51 -> 13 (1 best .. 31). */
+            int q = (p->crf - 11) / 3;
+            q = q < 1 ? 1 : q > 31 ? 31 : q;
+            e->enc->flags |= AV_CODEC_FLAG_QSCALE;
+            e->enc->global_quality = FF_QP2LAMBDA * q;
+        }
     }
     if (st != PF_OK) goto fail;
     pf_ff_log_reset();

@@ -51,7 +51,7 @@ pf_video_writer_params pf_video_writer_params_default(void)
     memset(&p, 0, sizeof p);
     p.fps = (pf_rational){30, 1};
     p.input_format = PF_PIXFMT_NONE;
-    p.codec = "libx264";
+    p.codec = NULL;             /* libx264, or the fallback in video_ffmpeg_enc.c */
     p.crf = 23;
     p.preset = "medium";
     return p;
