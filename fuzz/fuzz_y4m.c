@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         pf_pixfmt fmt = h.chroma == PF_Y4M_MONO ? PF_PIXFMT_GRAY8 : PF_PIXFMT_I420;
         if (scratch && pf_frame_alloc(&f, fmt, h.width, h.height, NULL, NULL) == PF_OK) {
             for (int64_t i = 0;; i++) {
-                st = pf_y4m_read_frame(fp, "fuzz.y4m", &h, i, scratch, &f);
+                st = pf_y4m_read_frame(fp, "fuzz.y4m", &h, i, scratch, &f, NULL);
                 if (st == PF_EOF) break;
                 if (st != PF_OK) {
                     if (pf_last_error()[0] == '\0') __builtin_trap();

@@ -102,7 +102,8 @@ static pf_status replay_y4m(const char *path, const char *name)
         uint8_t *scratch = malloc(pf_y4m_payload_size(&h));
         pf_pixfmt fmt = h.chroma == PF_Y4M_MONO ? PF_PIXFMT_GRAY8 : PF_PIXFMT_I420;
         if (scratch && pf_frame_alloc(&f, fmt, h.width, h.height, NULL, NULL) == PF_OK) {
-            for (int64_t i = 0; st == PF_OK; i++) st = pf_y4m_read_frame(fp, name, &h, i, scratch, &f);
+            for (int64_t i = 0; st == PF_OK; i++)
+                st = pf_y4m_read_frame(fp, name, &h, i, scratch, &f, NULL);
             if (st == PF_EOF) st = PF_OK;
         }
         pf_frame_unref(&f);

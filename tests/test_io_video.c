@@ -275,13 +275,14 @@ static void test_y4m_bad(void)
         CHECK(strstr(pf_last_error(), cases[i].detail) != NULL);
         CHECK(r == NULL);
     }
-    /* Frame-level errors: after a good frame, a bad FRAME line / a short frame. */
+    /* Frame-level errors after a good frame: a bad FRAME line is an error;
+     * a stream cut inside the next frame (its payload or FRAME line) keeps
+     * the whole frames, ends there and counts the cut one. */
     static const char good[] = "YUV4MPEG2 W2 H2 Cmono\nFRAME\nabcd";
     char buf[128];
-    const char *tails[] = {"FRAMX\nabcd", "FRAME\nab", "FRAME", "FRAME  \nabcd"};
-    const char *details[] = {"expected a FRAME line", "truncated frame 1", "truncated header",
-                             "empty tag"};
-    for (int i = 0; i < 4; i++) {
+    const char *tails[] = {"FRAMX\nabcd", "FRAME\nab", "FRAME", "FRAME  \nabcd", "FRAME\n"};
+    const char *details[] = {"expected a FRAME line", NULL, NULL, "empty tag", NULL};
+    for (int i = 0; i < 5; i++) {
         snprintf(buf, sizeof buf, "%s%s", good, tails[i]);
         pf_video_reader *r = NULL;
         CHECK_OK(open_text(buf, strlen(buf), &r));
@@ -290,11 +291,19 @@ static void test_y4m_bad(void)
         CHECK_OK(pf_video_reader_read(r, &f));
         CHECK(f.format == PF_PIXFMT_GRAY8 && f.data[0][0] == 'a' && f.data[0][f.stride[0]] == 'c');
         pf_frame_unref(&f);
-        CHECK(pf_video_reader_read(r, &f) == PF_ERR_FORMAT);
-        if (!strstr(pf_last_error(), details[i])) fprintf(stderr, "  tail %d: %s\n", i, pf_last_error());
-        CHECK(strstr(pf_last_error(), details[i]) != NULL);
+        pf_status want = details[i] ? PF_ERR_FORMAT : PF_EOF;
+        pf_status st = pf_video_reader_read(r, &f);
+        if (st != want || (details[i] && !strstr(pf_last_error(), details[i])))
+            fprintf(stderr, "  tail %d: %s: %s\n", i, pf_status_str(st), pf_last_error());
+        CHECK(st == want);
+        if (details[i]) CHECK(strstr(pf_last_error(), details[i]) != NULL);
         CHECK(f.data[0] == NULL);
-        CHECK(pf_video_reader_read(r, &f) == PF_ERR_FORMAT); /* sticky */
+        CHECK(pf_video_reader_read(r, &f) == want); /* sticky */
+        pf_video_reader_stats stats;
+        pf_video_reader_get_stats(r, &stats);
+        CHECK_EQ_INT(stats.frames, 1);
+        int want_corrupt = details[i] ? 0 : 1; /* "FRAME\n" and no payload is cut too */
+        CHECK_EQ_INT(stats.corrupt_packets, want_corrupt);
         pf_video_reader_destroy(&r);
     }
     /* Missing file, bad parameters. */

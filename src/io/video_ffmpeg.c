@@ -3,17 +3,28 @@
  * One AVPacket and one AVFrame are allocated at open and reused; decoded
  * frames are converted by swscale straight into the caller's pool frame
  * (a format the decoder already produces is converted too: swscale copies
- * it). Packets the decoder rejects, and frames it flags as damaged, are
- * counted as corrupt; a rejected packet is skipped and decoding goes on
- * with the next one, so one bad packet costs at most the frames that
- * depend on it. Only a demuxer that cannot go on (I/O error after retries)
+ * it).
+ *
+ * Damage is decoded as far as it can be and counted, as the ffmpeg tool
+ * does: the decoder conceals what it can (no AV_EF_EXPLODE: with it, some
+ * decoders reach internal assertions on damaged input, e.g. MPEG-4 Part 2
+ * in FFmpeg 5.1 aborts the process), a packet it rejects is skipped, a
+ * frame it could not convert is dropped, and decoding goes on with the
+ * next packet. What counts as one damage event (stats.corrupt_packets): a
+ * rejected packet, an output frame the decoder flagged or logged an error
+ * for, a demuxer call that failed or logged an error while resynchronising.
+ * Only a demuxer that cannot go on (MAX_DEMUX_ERRORS failures in a row)
  * ends the stream with an error. */
+#include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../core/error.h"
+#include "../core/sys.h"
 #include "io_impl.h"
 #include "video_impl.h"
 
@@ -44,7 +55,14 @@ struct pf_ffdec {
     int out_w, out_h;
     enum AVPixelFormat out_fmt;
     bool draining, done;
-    uint64_t counted;       /* corrupt packets counted by status in this read */
+    bool cut_seen;          /* the demuxer hit the end inside a packet */
+    AVIOContext *avio;      /* custom I/O over `in` (a pipe), else NULL */
+    pf_peeked *in;          /* borrowed from the reader */
+    /* Errors FFmpeg logged for this decoder, from any thread (frame
+     * threads log on their own); `seen` is the part already counted. */
+    atomic_uint_fast64_t dec_logged;
+    uint64_t dec_seen;
+    pf_ffdec *next;         /* in the list of open decoders (decoders_lock) */
     pf_color_info color;    /* the stream's tags (frames may override) */
     pf_rational sar;
     int64_t frame_ticks;    /* one frame at the average rate, in time_base units */
@@ -87,11 +105,56 @@ enum AVPixelFormat pf_ff_pixfmt(pf_pixfmt f)
  * reader's counter, and the log callback counts errors logged meanwhile. */
 static _Thread_local uint64_t *tls_error_counter;
 
+/* Decoders log concealed damage from their frame threads too, with a copy
+ * of the codec context whose `opaque` is the pf_ffdec's. The callback finds
+ * the decoder by that pointer in this list (compared, never dereferenced
+ * unless listed, so other FFmpeg users' contexts are safe). */
+static pf_mutex decoders_lock = PTHREAD_MUTEX_INITIALIZER;
+static pf_ffdec *decoders;
+
+static void decoders_add(pf_ffdec *d)
+{
+    pf_mutex_lock(&decoders_lock);
+    d->next = decoders;
+    decoders = d;
+    pf_mutex_unlock(&decoders_lock);
+}
+
+static void decoders_remove(pf_ffdec *d)
+{
+    pf_mutex_lock(&decoders_lock);
+    for (pf_ffdec **pp = &decoders; *pp; pp = &(*pp)->next)
+        if (*pp == d) {
+            *pp = d->next;
+            break;
+        }
+    pf_mutex_unlock(&decoders_lock);
+}
+
+/* Counts an error logged by one of our decoders; false for other sources. */
+static bool count_decoder_error(void *avcl)
+{
+    if (!avcl || *(const AVClass **)avcl != avcodec_get_class()) return false;
+    void *key = ((AVCodecContext *)avcl)->opaque;
+    if (!key) return false;
+    bool found = false;
+    pf_mutex_lock(&decoders_lock);
+    for (pf_ffdec *d = decoders; d; d = d->next)
+        if (d == key) {
+            atomic_fetch_add(&d->dec_logged, 1);
+            found = true;
+            break;
+        }
+    pf_mutex_unlock(&decoders_lock);
+    return found;
+}
+
 /* FFmpeg logs through its own callback; route it to pixflow's log at debug
  * level (FFmpeg's errors about a corrupt packet are expected here). */
 static void av_log_to_pf(void *avcl, int level, const char *fmt, va_list vl)
 {
-    if (level <= AV_LOG_ERROR && tls_error_counter) (*tls_error_counter)++;
+    if (level <= AV_LOG_ERROR && !count_decoder_error(avcl) && tls_error_counter)
+        (*tls_error_counter)++;
     bool keep = level <= AV_LOG_ERROR;
     if (!keep && (level > AV_LOG_WARNING || pf_log_get_level() < PF_LOG_DEBUG)) return;
     char line[512];
@@ -168,8 +231,49 @@ static void stream_info(AVFormatContext *fmt, AVStream *vs, const AVCodecContext
     }
 }
 
-pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_ffdec **out,
-                        pf_video_info *info)
+/* AVIOContext read callback over a pf_peeked input: its first bytes, then
+ * the stream. */
+static int peeked_read(void *opaque, uint8_t *buf, int size)
+{
+    pf_peeked *in = opaque;
+    if (size <= 0) return 0;
+    if (in->pos < in->n) {
+        size_t k = in->n - in->pos < (size_t)size ? in->n - in->pos : (size_t)size;
+        memcpy(buf, in->head + in->pos, k);
+        in->pos += k;
+        return (int)k;
+    }
+    /* read(), not fread(): it returns what the pipe has now instead of
+     * waiting for `size` bytes (a live feed). The reader made the stream
+     * unbuffered before peeking, so stdio holds nothing back. */
+    ssize_t got;
+    do
+        got = read(fileno(in->fp), buf, (size_t)size);
+    while (got < 0 && errno == EINTR);
+    if (got > 0) return (int)got;
+    return got == 0 ? AVERROR_EOF : AVERROR(errno);
+}
+
+/* A format context reading `in` through custom I/O (not seekable). */
+static int open_peeked(pf_ffdec *d, pf_peeked *in)
+{
+    enum { AVIO_BUF = 1 << 16 };
+    d->in = in;
+    d->fmt = avformat_alloc_context();
+    uint8_t *buf = av_malloc(AVIO_BUF);
+    if (buf) d->avio = avio_alloc_context(buf, AVIO_BUF, 0, in, peeked_read, NULL, NULL);
+    if (!d->fmt || !d->avio) {
+        if (!d->avio) av_free(buf);
+        return AVERROR(ENOMEM);
+    }
+    d->avio->seekable = 0;
+    d->fmt->pb = d->avio;
+    d->fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
+    return 0;
+}
+
+pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_peeked *in,
+                        pf_ffdec **out, pf_video_info *info)
 {
     *out = NULL;
     pf_ff_init_log();
@@ -193,7 +297,8 @@ pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_ff
         }
     }
     const char *url = pf_io_is_std(p->path) ? "pipe:0" : p->path;
-    int err = avformat_open_input(&d->fmt, url, ifmt, NULL);
+    int err = in ? open_peeked(d, in) : 0;
+    if (err == 0) err = avformat_open_input(&d->fmt, url, ifmt, NULL);
     if (err < 0) {
         st = pf_ff_fail(err == AVERROR(ENOENT) || err == AVERROR(EACCES) || err == AVERROR(EISDIR)
                          ? PF_ERR_IO
@@ -233,9 +338,10 @@ pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_ff
     }
     d->dec->thread_count = p->threads > 0 ? p->threads : 0;
     d->dec->pkt_timebase = vs->time_base;
-    /* Report damage as errors (the packet is then skipped and counted)
-     * instead of concealing it silently. */
-    d->dec->err_recognition |= AV_EF_EXPLODE;
+    /* Errors the decoder logs are this decoder's damage (see the top of
+     * the file); its frame threads copy `opaque`. */
+    d->dec->opaque = d;
+    decoders_add(d);
     err = avcodec_open2(d->dec, codec, NULL);
     if (err < 0) {
         st = pf_ff_fail(PF_ERR_UNSUPPORTED, name, "cannot open the decoder", err);
@@ -285,7 +391,12 @@ void pf_ffdec_close(pf_ffdec **pd)
     av_frame_free(&d->frame);
     av_packet_free(&d->pkt);
     avcodec_free_context(&d->dec);
+    decoders_remove(d); /* after the decoder's threads are gone */
     avformat_close_input(&d->fmt);
+    if (d->avio) { /* custom I/O is the caller's to free */
+        av_freep(&d->avio->buffer);
+        avio_context_free(&d->avio);
+    }
     free(d->name);
     free(d);
 }
@@ -362,97 +473,150 @@ static bool frame_damaged(const AVFrame *fr)
     return fr->decode_error_flags != 0;
 }
 
-static pf_status read_frame(pf_ffdec *d, pf_frame *dst, pf_video_reader_stats *stats);
+/* One damage event for the decoder; errors it logged so far belong to it. */
+static void count_decode_damage(pf_ffdec *d, pf_video_reader_stats *stats)
+{
+    stats->corrupt_packets++;
+    d->dec_seen = atomic_load(&d->dec_logged);
+}
+
+/* Whether the decoder logged errors since the last damage it was counted for. */
+static bool decoder_logged(pf_ffdec *d)
+{
+    return atomic_load(&d->dec_logged) > d->dec_seen;
+}
+
+static pf_status read_frame(pf_ffdec *d, pf_frame *dst, pf_video_reader_stats *stats,
+                            uint64_t *demux_logged);
+
+/* At the end: a container that gave the stream's packet count (AVI's
+ * header, MP4's sample table) and a stream that ended before it was cut
+ * at a packet boundary, which no demuxer or decoder error shows (an AVI
+ * without its index is read to the cut). Counted once, and said. */
+static void check_short(pf_ffdec *d, pf_video_reader_stats *stats)
+{
+    int64_t want = d->fmt->streams[d->stream]->nb_frames;
+    if (d->cut_seen || want <= 0 || (int64_t)stats->packets >= want) return;
+    stats->corrupt_packets++;
+    PF_LOGW("%s: the input is truncated: it ends after %llu of the %lld video packets its "
+            "container lists",
+            d->name, (unsigned long long)stats->packets, (long long)want);
+}
 
 pf_status pf_ffdec_read(pf_ffdec *d, pf_frame *dst, pf_video_reader_stats *stats)
 {
     if (d->done) return PF_EOF;
     uint64_t logged = 0;
     tls_error_counter = &logged;
-    pf_status st = read_frame(d, dst, stats);
+    pf_status st = read_frame(d, dst, stats, &logged);
     tls_error_counter = NULL;
-    /* Errors already counted as rejected packets are not counted twice. */
-    if (logged > d->counted) stats->corrupt_packets += logged - d->counted;
-    d->counted = 0;
     return st;
 }
 
-static pf_status read_frame(pf_ffdec *d, pf_frame *dst, pf_video_reader_stats *stats)
+/* The next packet of the video stream into d->pkt: PF_OK, PF_EOF, or an
+ * error once the demuxer has failed MAX_DEMUX_ERRORS times in a row. A
+ * failed call, or one that logged an error (a block skipped while
+ * resynchronising), counts one damage event. */
+static pf_status next_packet(pf_ffdec *d, pf_video_reader_stats *stats, uint64_t *demux_logged)
 {
-    int demux_errors = 0;
-    for (;;) {
-        int err = avcodec_receive_frame(d->dec, d->frame);
-        if (err == 0) {
-            if (frame_damaged(d->frame)) {
+    for (int failures = 0;;) {
+        *demux_logged = 0;
+        int err = av_read_frame(d->fmt, d->pkt);
+        bool logged = *demux_logged > 0;
+        if (err == AVERROR_EOF || (err < 0 && d->fmt->pb && avio_feof(d->fmt->pb))) {
+            if (logged || err != AVERROR_EOF) { /* cut inside a packet */
                 stats->corrupt_packets++;
-                d->counted++;
+                d->cut_seen = true;
+                PF_LOGW("%s: the input is truncated or damaged at its end (after %llu video "
+                        "packets)",
+                        d->name, (unsigned long long)stats->packets);
             }
-            pf_status st = convert(d, dst);
-            int64_t ts = d->frame->best_effort_timestamp;
-            av_frame_unref(d->frame);
-            if (st != PF_OK) return st;
-            dst->pts = ts == AV_NOPTS_VALUE ? PF_NOPTS : ts;
-            dst->time_base = (pf_rational){d->time_base.num, d->time_base.den};
-            return PF_OK;
-        }
-        if (err == AVERROR_EOF) {
-            d->done = true;
             return PF_EOF;
         }
-        if (err != AVERROR(EAGAIN)) {
-            /* A decoder error while receiving: the frame is lost; go on. */
-            stats->corrupt_packets++;
-            d->counted++;
-            if (d->draining) {
-                d->done = true;
-                return PF_EOF;
-            }
-            continue;
-        }
-        if (d->draining) {
-            /* EAGAIN while draining should not happen; end rather than spin. */
-            d->done = true;
-            return PF_EOF;
-        }
-        err = av_read_frame(d->fmt, d->pkt);
-        if (err == AVERROR_EOF || (err < 0 && avio_feof(d->fmt->pb))) {
-            d->draining = true;
-            avcodec_send_packet(d->dec, NULL);
-            continue;
-        }
+        if (err == AVERROR(EAGAIN)) continue;
+        if (err < 0 || logged) stats->corrupt_packets++;
         if (err < 0) {
-            if (err == AVERROR(EAGAIN)) continue;
-            stats->corrupt_packets++;
-            d->counted++;
-            if (++demux_errors > MAX_DEMUX_ERRORS)
+            if (++failures > MAX_DEMUX_ERRORS)
                 return pf_ff_fail(PF_ERR_IO, d->name, "reading packets failed repeatedly", err);
             continue;
         }
-        demux_errors = 0;
         if (d->pkt->stream_index != d->stream) {
             av_packet_unref(d->pkt);
             continue;
         }
         stats->packets++;
-        if (d->pkt->flags & AV_PKT_FLAG_CORRUPT) {
-            stats->corrupt_packets++;
-            d->counted++;
+        if ((d->pkt->flags & AV_PKT_FLAG_CORRUPT) && !logged) stats->corrupt_packets++;
+        return PF_OK;
+    }
+}
+
+/* The end of the stream: damage not yet counted, a short stream. */
+static pf_status finish(pf_ffdec *d, pf_video_reader_stats *stats)
+{
+    if (decoder_logged(d)) count_decode_damage(d, stats); /* frames that never came out */
+    check_short(d, stats);
+    d->done = true;
+    return PF_EOF;
+}
+
+static pf_status read_frame(pf_ffdec *d, pf_frame *dst, pf_video_reader_stats *stats,
+                            uint64_t *demux_logged)
+{
+    int recv_errors = 0;
+    for (;;) {
+        int err = avcodec_receive_frame(d->dec, d->frame);
+        if (err == 0) {
+            if (frame_damaged(d->frame) || decoder_logged(d)) count_decode_damage(d, stats);
+            /* A damaged stream can change size or pixel format mid-way; a
+             * frame swscale cannot take is dropped and counted, not fatal. */
+            AVFrame *fr = d->frame;
+            pf_status st = fr->width > 0 && fr->height > 0 && fr->width <= PF_FRAME_MAX_DIM &&
+                                   fr->height <= PF_FRAME_MAX_DIM
+                               ? convert(d, dst)
+                               : PF_ERR_FORMAT;
+            int64_t ts = fr->best_effort_timestamp;
+            av_frame_unref(fr);
+            if (st != PF_OK) {
+                PF_LOGD("%s: frame dropped: %s", d->name,
+                        st == PF_ERR_FORMAT ? "size out of range" : pf_last_error());
+                count_decode_damage(d, stats);
+                continue;
+            }
+            dst->pts = ts == AV_NOPTS_VALUE ? PF_NOPTS : ts;
+            dst->time_base = (pf_rational){d->time_base.num, d->time_base.den};
+            return PF_OK;
         }
+        if (err == AVERROR_EOF) return finish(d, stats);
+        if (err != AVERROR(EAGAIN)) {
+            /* A decoder error while receiving: the frame is lost; go on
+             * with the next (bounded, in case a decoder repeats an error
+             * without making progress). */
+            count_decode_damage(d, stats);
+            if (++recv_errors <= MAX_DEMUX_ERRORS) continue;
+            if (d->draining) return finish(d, stats);
+        }
+        recv_errors = 0;
+        /* EAGAIN while draining should not happen; end rather than spin. */
+        if (d->draining) return finish(d, stats);
+        pf_status st = next_packet(d, stats, demux_logged);
+        if (st == PF_EOF) {
+            d->draining = true;
+            avcodec_send_packet(d->dec, NULL);
+            continue;
+        }
+        if (st != PF_OK) return st;
         err = avcodec_send_packet(d->dec, d->pkt);
         av_packet_unref(d->pkt);
-        if (err < 0 && err != AVERROR(EAGAIN)) {
-            stats->corrupt_packets++; /* skipped */
-            d->counted++;
-        }
+        if (err < 0 && err != AVERROR(EAGAIN)) count_decode_damage(d, stats); /* skipped */
     }
 }
 
 #else /* !PF_HAVE_FFMPEG */
 
-pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_ffdec **out,
-                        pf_video_info *info)
+pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_peeked *in,
+                        pf_ffdec **out, pf_video_info *info)
 {
-    (void)p, (void)info;
+    (void)p, (void)info, (void)in;
     *out = NULL;
     return pf_set_error(PF_ERR_UNSUPPORTED,
                         "%s: pixflow was built without FFmpeg: only .y4m and raw video can be "

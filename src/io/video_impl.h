@@ -6,13 +6,26 @@
 
 #include "pixflow/io.h"
 
+#include <stdio.h>
+
 typedef struct pf_ffdec pf_ffdec;
+
+/* An input that can be opened only once and not rewound (a pipe, a FIFO,
+ * /dev/stdin, /dev/fd/N of a process substitution): the reader opens it
+ * once and reads its first bytes to tell the format; whoever reads it next
+ * takes head[pos..n) first, then the rest from fp. */
+typedef struct pf_peeked {
+    FILE *fp;
+    uint8_t head[16];
+    size_t n, pos;
+} pf_peeked;
 
 /* Opens p->path (name: for messages) and its best video stream's decoder;
  * fills info (width, height, fps, time base, counts, names; info->format is
- * set by the caller). */
-pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_ffdec **out,
-                        pf_video_info *info);
+ * set by the caller). `in` (borrowed until close; NULL for a regular file,
+ * which FFmpeg opens itself): read the stream from there instead. */
+pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_peeked *in,
+                        pf_ffdec **out, pf_video_info *info);
 /* Decodes the next frame into dst (a host frame of the output format at
  * info's size), setting dst->pts and dst->time_base. PF_EOF at the end.
  * Counts packets and corrupt packets into *stats. */

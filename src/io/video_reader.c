@@ -36,6 +36,7 @@ struct pf_video_reader {
     char *name;                 /* for messages */
     FILE *fp;                   /* Y4M / raw */
     bool own_fp;
+    pf_peeked peeked;           /* a pipe or FIFO, sniffed (peeked.fp set) */
     pf_y4m_header y4m;
     pf_pixfmt stored;           /* layout read from the stream (Y4M: I420/GRAY8) */
     pf_frame scratch;           /* stored layout, when it differs from the output */
@@ -82,17 +83,49 @@ static bool out_format_ok(pf_pixfmt f)
            f == PF_PIXFMT_BGR24 || f == PF_PIXFMT_RGBA || f == PF_PIXFMT_GRAY8;
 }
 
+static bool y4m_magic(const uint8_t *b, size_t n)
+{
+    return n >= 10 && memcmp(b, "YUV4MPEG2", 9) == 0 && (b[9] == ' ' || b[9] == '\n');
+}
+
 static bool file_is_y4m(const char *path)
 {
     FILE *fp = fopen(path, "rb");
     if (!fp) return false;
-    char magic[10] = {0};
+    uint8_t magic[10] = {0};
     size_t n = fread(magic, 1, sizeof magic, fp);
     fclose(fp);
-    return n == sizeof magic && memcmp(magic, "YUV4MPEG2", 9) == 0 &&
-           (magic[9] == ' ' || magic[9] == '\n');
+    return y4m_magic(magic, n);
 }
 
+/* "-" and anything that exists but is neither a regular file nor a
+ * directory (a FIFO, /dev/stdin, /dev/fd/N of a process substitution, a
+ * character device) can be read only once: it is opened once and its
+ * first bytes are sniffed from that same stream. */
+static bool is_stream(const char *path)
+{
+    if (pf_io_is_std(path)) return true;
+    struct stat sb;
+    return stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode);
+}
+
+/* Opens a stream input and reads up to the Y4M signature's length. */
+static pf_status peek_stream(pf_video_reader *r, const char *path)
+{
+    pf_peeked *in = &r->peeked;
+    if (pf_io_is_std(path)) {
+        in->fp = stdin;
+    } else {
+        in->fp = fopen(path, "rb");
+        if (!in->fp) return pf_io_errno("open", path, errno);
+        r->own_fp = true;
+    }
+    r->fp = in->fp;
+    in->n = fread(in->head, 1, 10, in->fp);
+    if (in->n < 10 && ferror(in->fp)) return pf_io_errno("read", r->name, errno);
+    if (in->n == 0) return pf_set_error(PF_ERR_FORMAT, "%s: empty input (no bytes)", r->name);
+    return PF_OK;
+}
 /* NVDEC when asked for and possible: a CUDA device, NV12 (or default)
  * output, an elementary stream file, libnvcuvid present. */
 static bool want_nvdec(const pf_video_reader_params *p)
@@ -106,13 +139,19 @@ static bool want_nvdec(const pf_video_reader_params *p)
     return es && !pf_io_is_std(p->path) && pf_nvdec_available(NULL, 0);
 }
 
-static pf_status pick_kind(const pf_video_reader_params *p, src_kind *kind)
+static pf_status pick_kind(pf_video_reader *r, const pf_video_reader_params *p, src_kind *kind)
 {
     if (want_nvdec(p)) {
         *kind = SRC_NVDEC;
         return PF_OK;
     }
     const char *c = p->container;
+    if ((!c || !c[0]) && is_stream(p->path)) {
+        pf_status st = peek_stream(r, p->path);
+        if (st != PF_OK) return st;
+        *kind = y4m_magic(r->peeked.head, r->peeked.n) ? SRC_Y4M : SRC_FFMPEG;
+        return PF_OK;
+    }
     if (c && c[0]) {
         if (strcmp(c, "y4m") == 0 || strcmp(c, "yuv4mpegpipe") == 0)
             *kind = SRC_Y4M;
@@ -122,7 +161,7 @@ static pf_status pick_kind(const pf_video_reader_params *p, src_kind *kind)
             *kind = SRC_FFMPEG;
         return PF_OK;
     }
-    if (pf_io_is_std(p->path) || pf_io_has_ext(p->path, ".y4m") || file_is_y4m(p->path))
+    if (pf_io_has_ext(p->path, ".y4m") || file_is_y4m(p->path))
         *kind = SRC_Y4M;
     else if (pf_io_has_ext(p->path, ".raw") || pf_io_has_ext(p->path, ".yuv"))
         *kind = SRC_RAW;
@@ -157,9 +196,9 @@ static pf_status open_file(pf_video_reader *r, const char *path)
 
 static pf_status open_y4m(pf_video_reader *r, const pf_video_reader_params *p)
 {
-    pf_status st = open_file(r, p->path);
+    pf_status st = r->peeked.fp ? PF_OK : open_file(r, p->path);
     if (st != PF_OK) return st;
-    st = pf_y4m_read_header(r->fp, r->name, &r->y4m);
+    st = pf_y4m_read_header_after(r->fp, r->name, r->peeked.head, r->peeked.n, &r->y4m);
     if (st != PF_OK) return st;
     pf_y4m_header *h = &r->y4m;
     r->info.width = h->width;
@@ -180,7 +219,7 @@ static pf_status open_y4m(pf_video_reader *r, const pf_video_reader_params *p)
     /* Frame count from the file size when the file is seekable and every
      * FRAME line is the bare "FRAME\n" (an estimate otherwise). */
     r->info.frame_count = -1;
-    if (r->own_fp) {
+    if (r->own_fp && !r->peeked.fp) {
         long here = ftell(r->fp);
         if (here >= 0 && fseek(r->fp, 0, SEEK_END) == 0) {
             long end = ftell(r->fp);
@@ -336,13 +375,13 @@ pf_status pf_video_reader_create(const pf_video_reader_params *p, pf_video_reade
     r->name = strdup(name);
     r->pool_timeout_us = p->pool_timeout_us;
     pf_status st = r->name ? PF_OK : pf_set_error(PF_ERR_NOMEM, "out of host memory");
-    if (st == PF_OK) st = pick_kind(p, &r->kind);
+    if (st == PF_OK) st = pick_kind(r, p, &r->kind);
     if (st == PF_OK) {
         switch (r->kind) {
         case SRC_Y4M: st = open_y4m(r, p); break;
         case SRC_RAW: st = open_raw(r, p); break;
         case SRC_FFMPEG:
-            st = pf_ffdec_open(p, r->name, &r->ff, &r->info);
+            st = pf_ffdec_open(p, r->name, r->peeked.fp ? &r->peeked : NULL, &r->ff, &r->info);
             r->stored = PF_PIXFMT_NONE;
             break;
         case SRC_NVDEC: st = open_nvdec(r, p); break;
@@ -429,10 +468,22 @@ static void mono_to_yuv(const pf_frame *src, pf_frame *dst)
 static pf_status read_stream(pf_video_reader *r, pf_frame *f)
 {
     pf_frame *dst = r->scratch.buf[0] ? &r->scratch : f;
+    bool cut = false;
     pf_status st = r->kind == SRC_Y4M
                        ? pf_y4m_read_frame(r->fp, r->name, &r->y4m, r->next_index,
-                                           r->chroma_scratch, dst)
-                       : pf_raw_read_frame(r->fp, r->name, r->next_index, dst);
+                                           r->chroma_scratch, dst, &cut)
+                       : pf_raw_read_frame(r->fp, r->name, r->next_index, dst, &cut);
+    if (cut) {
+        /* A stream cut inside a frame (a copy stopped early, a killed
+         * writer): the frames before it are whole and were returned; the
+         * partial one is dropped and counted, and the stream ends, as
+         * ffmpeg does with a cut rawvideo stream. */
+        PF_LOGW("%s: the input is truncated: frame %lld is incomplete and dropped; the %lld "
+                "frames before it are kept",
+                r->name, (long long)r->next_index, (long long)r->next_index);
+        r->stats.corrupt_packets++;
+        return PF_EOF;
+    }
     if (st != PF_OK) return st;
     r->stats.packets++;
     if (dst == f) return PF_OK;

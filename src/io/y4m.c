@@ -6,12 +6,12 @@
 #include "../core/error.h"
 #include "y4m.h"
 
-/* Reads one header line (without the '\n') into buf. first_eof: PF_EOF when
- * the stream ends before its first byte. */
+/* Reads one header line (without the '\n') into buf, after the `n` bytes
+ * of it already there (a sniffed prefix). first_eof: PF_EOF when the stream
+ * ends before its first byte. *cut: the stream ended inside the line. */
 static pf_status read_line(FILE *fp, const char *name, const char *what, char *buf, size_t size,
-                           bool first_eof)
+                           size_t n, bool first_eof, bool *cut)
 {
-    size_t n = 0;
     for (;;) {
         int c = getc(fp);
         if (c == EOF) {
@@ -19,6 +19,7 @@ static pf_status read_line(FILE *fp, const char *name, const char *what, char *b
                 return pf_set_error(PF_ERR_IO, "%s: read error in %s: %s", name, what,
                                     strerror(errno));
             if (n == 0 && first_eof) return PF_EOF;
+            if (cut) *cut = true;
             return pf_set_error(PF_ERR_FORMAT, "%s: truncated %s (no newline after %zu bytes)",
                                 name, what, n);
         }
@@ -91,9 +92,25 @@ static pf_status parse_chroma(const char *name, const char *s, size_t len, pf_y4
 
 pf_status pf_y4m_read_header(FILE *fp, const char *name, pf_y4m_header *h)
 {
+    return pf_y4m_read_header_after(fp, name, NULL, 0, h);
+}
+
+pf_status pf_y4m_read_header_after(FILE *fp, const char *name, const uint8_t *head, size_t n,
+                                   pf_y4m_header *h)
+{
     memset(h, 0, sizeof *h);
     char line[PF_Y4M_MAX_LINE];
-    pf_status st = read_line(fp, name, "Y4M stream header", line, sizeof line, false);
+    /* A newline in the head ends the line there (what follows it is not
+     * header: the reader sniffs only the signature's length). */
+    const uint8_t *nl = n ? memchr(head, '\n', n) : NULL;
+    size_t keep = nl ? (size_t)(nl - head) : n;
+    if (keep >= sizeof line || (nl && (size_t)(nl - head) + 1 != n) || memchr(head, '\0', keep))
+        return pf_set_error(PF_ERR_FORMAT, "%s: not a Y4M stream (no YUV4MPEG2 signature)", name);
+    if (keep) memcpy(line, head, keep);
+    line[keep] = '\0';
+    pf_status st = nl ? PF_OK
+                      : read_line(fp, name, "Y4M stream header", line, sizeof line, keep, false,
+                                  NULL);
     if (st != PF_OK) return st;
     static const char magic[] = "YUV4MPEG2";
     size_t ml = sizeof magic - 1;
@@ -178,7 +195,7 @@ size_t pf_y4m_payload_size(const pf_y4m_header *h)
 
 /* Reads `rows` rows of `row` bytes into dst (stride apart). */
 static pf_status read_rows(FILE *fp, const char *name, int64_t index, uint8_t *dst,
-                           size_t stride, size_t row, size_t rows)
+                           size_t stride, size_t row, size_t rows, bool *cut)
 {
     if (stride == row) {
         size_t n = row * rows;
@@ -192,6 +209,7 @@ static pf_status read_rows(FILE *fp, const char *name, int64_t index, uint8_t *d
     if (ferror(fp))
         return pf_set_error(PF_ERR_IO, "%s: read error in frame %lld: %s", name, (long long)index,
                             strerror(errno));
+    if (cut) *cut = true;
     return pf_set_error(PF_ERR_FORMAT, "%s: truncated frame %lld (the stream ends inside it)",
                         name, (long long)index);
 }
@@ -222,12 +240,13 @@ static void downsample(const pf_y4m_header *h, const uint8_t *src, uint8_t *dst,
 }
 
 pf_status pf_y4m_read_frame(FILE *fp, const char *name, const pf_y4m_header *h, int64_t index,
-                            uint8_t *scratch, pf_frame *dst)
+                            uint8_t *scratch, pf_frame *dst, bool *cut)
 {
+    if (cut) *cut = false;
     char line[PF_Y4M_MAX_LINE];
     char what[64];
     snprintf(what, sizeof what, "header of frame %lld", (long long)index);
-    pf_status st = read_line(fp, name, what, line, sizeof line, true);
+    pf_status st = read_line(fp, name, what, line, sizeof line, 0, true, cut);
     if (st != PF_OK) return st;
     if (strncmp(line, "FRAME", 5) != 0 || (line[5] != ' ' && line[5] != '\0'))
         return pf_set_error(PF_ERR_FORMAT, "%s: frame %lld: expected a FRAME line, found '%.20s'",
@@ -243,17 +262,18 @@ pf_status pf_y4m_read_frame(FILE *fp, const char *name, const pf_y4m_header *h, 
         p = end;
     }
     size_t w = (size_t)h->width, hh = (size_t)h->height;
-    st = read_rows(fp, name, index, dst->data[0], dst->stride[0], w, hh);
+    st = read_rows(fp, name, index, dst->data[0], dst->stride[0], w, hh, cut);
     if (st != PF_OK || h->chroma == PF_Y4M_MONO) return st;
     if (h->chroma == PF_Y4M_420) {
         size_t cw = chroma_w(h), chh = chroma_h(h);
-        st = read_rows(fp, name, index, dst->data[1], dst->stride[1], cw, chh);
-        if (st == PF_OK) st = read_rows(fp, name, index, dst->data[2], dst->stride[2], cw, chh);
+        st = read_rows(fp, name, index, dst->data[1], dst->stride[1], cw, chh, cut);
+        if (st == PF_OK)
+            st = read_rows(fp, name, index, dst->data[2], dst->stride[2], cw, chh, cut);
         return st;
     }
     size_t plane = chroma_w(h) * chroma_h(h);
-    st = read_rows(fp, name, index, scratch, plane, plane, 1);
-    if (st == PF_OK) st = read_rows(fp, name, index, scratch + plane, plane, plane, 1);
+    st = read_rows(fp, name, index, scratch, plane, plane, 1, cut);
+    if (st == PF_OK) st = read_rows(fp, name, index, scratch + plane, plane, plane, 1, cut);
     if (st != PF_OK) return st;
     downsample(h, scratch, dst->data[1], dst->stride[1]);
     downsample(h, scratch + plane, dst->data[2], dst->stride[2]);
@@ -289,8 +309,9 @@ pf_status pf_y4m_write_frame(FILE *fp, const char *name, const pf_frame *f)
     return write_planes(fp, name, f);
 }
 
-pf_status pf_raw_read_frame(FILE *fp, const char *name, int64_t index, pf_frame *f)
+pf_status pf_raw_read_frame(FILE *fp, const char *name, int64_t index, pf_frame *f, bool *cut)
 {
+    if (cut) *cut = false;
     for (int i = 0; i < f->num_planes; i++) {
         size_t row = 0, rows = 0;
         pf_status st = pf_pixfmt_plane_size(f->format, f->width, f->height, i, &row, &rows);
@@ -304,7 +325,7 @@ pf_status pf_raw_read_frame(FILE *fp, const char *name, int64_t index, pf_frame 
             }
             ungetc(c, fp);
         }
-        st = read_rows(fp, name, index, f->data[i], f->stride[i], row, rows);
+        st = read_rows(fp, name, index, f->data[i], f->stride[i], row, rows, cut);
         if (st != PF_OK) return st;
     }
     return PF_OK;

@@ -36,6 +36,10 @@ typedef struct pf_y4m_header {
  * malformed, PF_ERR_UNSUPPORTED for valid but unhandled chroma modes,
  * PF_ERR_IO when the stream cannot be read. */
 pf_status pf_y4m_read_header(FILE *fp, const char *name, pf_y4m_header *h);
+/* The same when the stream's first `n` bytes (`head`) were already read from
+ * fp (a pipe that was sniffed cannot be rewound). */
+pf_status pf_y4m_read_header_after(FILE *fp, const char *name, const uint8_t *head, size_t n,
+                                   pf_y4m_header *h);
 
 /* Bytes of one frame's payload. */
 size_t pf_y4m_payload_size(const pf_y4m_header *h);
@@ -45,9 +49,11 @@ size_t pf_y4m_payload_size(const pf_y4m_header *h);
  * 4:2:2 and 4:4:4 chroma are read into `scratch` (>= the payload's chroma
  * bytes; NULL for 4:2:0/mono) and averaged down to 4:2:0 (rounded).
  * Returns PF_OK, PF_EOF at a clean end (no byte of a next frame), or
- * PF_ERR_FORMAT for a bad FRAME line or a truncated frame. */
+ * PF_ERR_FORMAT for a bad FRAME line or a truncated frame; *cut (may be
+ * NULL) tells the last: the stream ended inside the frame (its FRAME line or
+ * payload), so the frames before it are whole. */
 pf_status pf_y4m_read_frame(FILE *fp, const char *name, const pf_y4m_header *h, int64_t index,
-                            uint8_t *scratch, pf_frame *dst);
+                            uint8_t *scratch, pf_frame *dst, bool *cut);
 
 /* Writes "YUV4MPEG2 W H F A1:1 Ip C420jpeg|Cmono\n". */
 pf_status pf_y4m_write_header(FILE *fp, const char *name, int width, int height, pf_rational fps,
@@ -56,8 +62,9 @@ pf_status pf_y4m_write_header(FILE *fp, const char *name, int width, int height,
 pf_status pf_y4m_write_frame(FILE *fp, const char *name, const pf_frame *f);
 
 /* Raw planes: reads/writes the planes of `f` (its format and size) tightly
- * packed. Read returns PF_EOF at a clean end, PF_ERR_FORMAT when cut short. */
-pf_status pf_raw_read_frame(FILE *fp, const char *name, int64_t index, pf_frame *f);
+ * packed. Read returns PF_EOF at a clean end, PF_ERR_FORMAT when cut short
+ * (*cut = true; cut may be NULL). */
+pf_status pf_raw_read_frame(FILE *fp, const char *name, int64_t index, pf_frame *f, bool *cut);
 pf_status pf_raw_write_frame(FILE *fp, const char *name, const pf_frame *f);
 
 #endif

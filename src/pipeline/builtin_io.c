@@ -44,6 +44,7 @@ typedef struct vsrc {
     int64_t seq;
     pf_video_reader *r;
     bool r_held;               /* path is held as an input (no output may replace it) */
+    bool damage_said;         /* this pass's damage was logged */
 } vsrc;
 
 static void vsrc_free(bi_stage *b)
@@ -61,6 +62,15 @@ static pf_status vsrc_generate(void *user, pf_stage_ctx *ctx, pf_item *out)
     vsrc *s = user;
     pf_frame f = {0};
     pf_status st = pf_video_reader_read(s->r, &f);
+    pf_video_reader_stats rs;
+    if (st == PF_EOF && !s->damage_said && pf_video_reader_get_stats(s->r, &rs) == PF_OK &&
+        rs.corrupt_packets) {
+        /* The run's summary has no column for it: say it once per pass. */
+        s->damage_said = !s->loop;
+        PF_LOGW("io.video_source: %s: %llu frames read, %llu damaged or missing packets "
+                "skipped",
+                s->path, (unsigned long long)rs.frames, (unsigned long long)rs.corrupt_packets);
+    }
     if (st == PF_EOF && s->loop) {
         pf_video_reader_destroy(&s->r);
         st = pf_video_reader_create(&s->rp, &s->r);
