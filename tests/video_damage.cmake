@@ -16,4 +16,13 @@ if(PF_BUILD_TOOLS)
     set_tests_properties(video_damage_${case} PROPERTIES LABELS cpu TIMEOUT 300
                          SKIP_RETURN_CODE 77)
   endforeach()
+  # Inputs the jobs must read (tests/read_inputs.sh): a Y4M cut mid-frame,
+  # FIFOs, /dev/stdin and /dev/fd/N, single damaged images.
+  foreach(case y4m_cut special single_file)
+    add_test(NAME read_inputs_${case}
+      COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/read_inputs.sh ${case}
+              $<TARGET_FILE:pixflow_cli> ${CMAKE_CURRENT_BINARY_DIR}/read_inputs/${case})
+    set_tests_properties(read_inputs_${case} PROPERTIES LABELS cpu TIMEOUT 300
+                         SKIP_RETURN_CODE 77)
+  endforeach()
 endif()

@@ -79,7 +79,7 @@ cli)
   head -c $((size * 6 / 10)) mpeg4.avi >cut.avi
   head -c 300 mpeg4.avi >stub.avi
   for f in flip.avi cut.avi; do
-    timeout 120 "$PIXFLOW" segment "$f" -o null --json >seg.json 2>seg.err
+    timeout -k 5 120 "$PIXFLOW" segment "$f" -o null --json >seg.json 2>seg.err
     rc=$?
     [ $rc = 0 ] || { cat seg.err; fail "segment $f: exit status $rc"; continue; }
     frames=$(sed -n 's/.*"frames": *\([0-9]*\).*/\1/p' seg.json)
@@ -87,14 +87,14 @@ cli)
     echo "segment $f: frames $frames, corrupt_packets $corrupt"
     [ "${frames:-0}" -gt 0 ] || fail "segment $f: no frames ($(cat seg.json))"
     [ "${corrupt:-0}" -gt 0 ] || fail "segment $f: damage not counted ($(cat seg.json))"
-    timeout 120 "$PIXFLOW" reproject "$f" -o rp_$f --views 1:90:32x32 --format png --quiet \
+    timeout -k 5 120 "$PIXFLOW" reproject "$f" -o rp_$f --views 1:90:32x32 --format png --quiet \
       2>rp.err || { cat rp.err; fail "reproject $f: exit status $?"; }
     n=$(ls rp_$f | wc -l)
     echo "reproject $f: $n files"
     [ "$n" -gt 0 ] || fail "reproject $f: nothing written"
     printf 'name: damage\nstages:\n  - name: src\n    type: io.video_source\n    path: %s\n  - name: sink\n    type: io.video_sink\n    path: run_%s.y4m\n' \
       "$f" "$f" >run.yaml
-    timeout 120 "$PIXFLOW" run run.yaml >run.out 2>&1 || { cat run.out; fail "run $f: exit status $?"; }
+    timeout -k 5 120 "$PIXFLOW" run run.yaml >run.out 2>&1 || { cat run.out; fail "run $f: exit status $?"; }
     n=$(ffprobe -v error -count_frames -select_streams v -show_entries stream=nb_read_frames \
       -of csv=p=0 "run_$f.y4m")
     echo "run $f: $n frames written"
@@ -102,7 +102,7 @@ cli)
     grep -q "io.video_source: $f: .*damaged or missing packets skipped" run.out ||
       { cat run.out; fail "run $f: the damage is not reported"; }
   done
-  timeout 60 "$PIXFLOW" segment stub.avi -o null >stub.out 2>&1
+  timeout -k 5 60 "$PIXFLOW" segment stub.avi -o null >stub.out 2>&1
   rc=$?
   echo "segment stub.avi: exit $rc: $(head -c 300 stub.out)"
   [ $rc = 1 ] || fail "segment stub.avi: exit status $rc, expected 1"

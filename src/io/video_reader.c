@@ -161,6 +161,9 @@ static pf_status pick_kind(pf_video_reader *r, const pf_video_reader_params *p, 
             *kind = SRC_FFMPEG;
         return PF_OK;
     }
+    struct stat sb;
+    if (stat(p->path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0)
+        return pf_set_error(PF_ERR_FORMAT, "%s: empty file", r->name);
     if (pf_io_has_ext(p->path, ".y4m") || file_is_y4m(p->path))
         *kind = SRC_Y4M;
     else if (pf_io_has_ext(p->path, ".raw") || pf_io_has_ext(p->path, ".yuv"))
@@ -482,6 +485,21 @@ static pf_status read_stream(pf_video_reader *r, pf_frame *f)
                 "frames before it are kept",
                 r->name, (long long)r->next_index, (long long)r->next_index);
         r->stats.corrupt_packets++;
+        return PF_EOF;
+    }
+    if (st == PF_ERR_FORMAT && r->next_index > 0) {
+        /* A damaged FRAME line after whole frames: the stream cannot be
+         * followed past it (frame lines carry no sync), so it ends there
+         * like a cut one, instead of failing the job and its output. The
+         * message is copied first: formatting the error into itself is
+         * undefined. */
+        char why[256];
+        snprintf(why, sizeof why, "%s", pf_last_error());
+        PF_LOGW("%s: the stream is damaged at frame %lld and ends there; the %lld frames "
+                "before it are kept (%s)",
+                r->name, (long long)r->next_index, (long long)r->next_index, why);
+        r->stats.corrupt_packets++;
+        pf_clear_error();
         return PF_EOF;
     }
     if (st != PF_OK) return st;

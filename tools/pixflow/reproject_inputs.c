@@ -5,6 +5,8 @@
 #include "reproject_inputs.h"
 #include "reproject_opts.h"
 
+#include "input_kind.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <glob.h>
@@ -35,7 +37,8 @@ static bool ext_in(const char *path, const char *const *list)
     return false;
 }
 
-static bool add(rp_inputs *in, const char *path)
+/* kind: what the path holds (directory entries: by name). */
+static bool add(rp_inputs *in, const char *path, rp_input_kind kind, bool once)
 {
     if (in->count == in->cap) {
         int cap = in->cap ? in->cap * 2 : 64;
@@ -51,10 +54,21 @@ static bool add(rp_inputs *in, const char *path)
     it->stem = slash ? slash + 1 : it->path;
     const char *dot = strrchr(it->stem, '.');
     it->stem_len = dot && dot != it->stem ? (size_t)(dot - it->stem) : strlen(it->stem);
-    it->kind = ext_in(path, video_exts) ? RP_INPUT_VIDEO : RP_INPUT_IMAGE;
+    it->kind = kind;
+    it->once = once;
     it->same_names_as = -1;
     in->count++;
     return true;
+}
+
+/* A file named on the command line (or by a glob or the list): an image
+ * when its first bytes or its name say so, else a video (input_kind.h). A
+ * missing one is an image: reported with its name when read. */
+static bool add_file(rp_inputs *in, const char *path)
+{
+    bool once = false;
+    cli_input_kind k = cli_input_classify(path, &once);
+    return add(in, path, k == CLI_INPUT_VIDEO ? RP_INPUT_VIDEO : RP_INPUT_IMAGE, once);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -107,7 +121,8 @@ static bool add_dir(rp_inputs *in, const char *dir)
             free(names[i]);
             continue;
         }
-        if (ok) ok = add(in, names[i]);
+        if (ok) ok = add(in, names[i], ext_in(names[i], video_exts) ? RP_INPUT_VIDEO : RP_INPUT_IMAGE,
+                         false);
         free(names[i]);
     }
     free(names);
@@ -141,7 +156,7 @@ static bool add_glob(rp_inputs *in, const char *pattern)
     for (size_t i = 0; ok && i < g.gl_pathc; i++) {
         struct stat st;
         if (stat(g.gl_pathv[i], &st) == 0 && S_ISDIR(st.st_mode)) continue;
-        ok = add(in, g.gl_pathv[i]);
+        ok = add_file(in, g.gl_pathv[i]);
     }
     globfree(&g);
     return ok;
@@ -149,10 +164,10 @@ static bool add_glob(rp_inputs *in, const char *pattern)
 
 static bool add_arg(rp_inputs *in, const char *arg)
 {
-    struct stat st;
-    if (stat(arg, &st) == 0) return S_ISDIR(st.st_mode) ? add_dir(in, arg) : add(in, arg);
-    if (strpbrk(arg, "*?[")) return add_glob(in, arg);
-    return add(in, arg); /* missing: reported with its name when read */
+    cli_input_kind k = cli_input_classify(arg, NULL);
+    if (k == CLI_INPUT_DIR) return add_dir(in, arg);
+    if (k == CLI_INPUT_MISSING && strpbrk(arg, "*?[")) return add_glob(in, arg);
+    return add_file(in, arg);
 }
 
 static bool add_list(rp_inputs *in, const char *list_path)

@@ -14,6 +14,7 @@ typedef struct rp_input {
     const char *stem;          /* file name without directory and extension (inside path) */
     size_t stem_len;
     rp_input_kind kind;
+    bool once;                 /* readable only once (a FIFO, /dev/fd/N): never probed */
     int same_names_as;         /* index of an earlier input with the same stem, or -1 */
 } rp_input;
 
@@ -26,7 +27,9 @@ typedef struct rp_inputs {
 /* Expands the arguments in order: a directory gives its .jpg/.jpeg/.png and
  * video files (sorted by name, not recursive), an argument with * ? or [
  * that is not an existing file is a glob (sorted), anything else is one file
- * (read later: a missing file fails then, with its name). `list_path` (may be
+ * (read later: a missing file fails then, with its name): an image when its
+ * first bytes or its name say PNG/JPEG, else a video (input_kind.h; FIFOs
+ * and /dev/fd/N are read once, never probed). `list_path` (may be
  * NULL) adds one input per non-empty line. Arguments that name nothing are
  * reported on stderr and counted in expand_failures. Returns false only when
  * out of memory or the list file cannot be read (reported). */

@@ -128,6 +128,40 @@ void rp_job_to_encoders(rp_run *r, rp_job *j)
 
 /* Decoders ------------------------------------------------------------------------------------ */
 
+/* A FIFO or /dev/fd/N (no size to read up front): to its end, at most 1 GiB. */
+static pf_status read_stream(FILE *f, const char *path, uint8_t **data, size_t *size)
+{
+    size_t cap = 1 << 20, n = 0;
+    uint8_t *buf = malloc(cap);
+    pf_status st = PF_OK;
+    for (size_t got = 1; buf && got > 0;) {
+        if (n == cap) {
+            uint8_t *g = cap < ((size_t)1 << 30) ? realloc(buf, cap * 2) : NULL;
+            if (!g) {
+                rp_report("%s: %s", path, cap < ((size_t)1 << 30) ? "out of memory" : "over 1 GiB");
+                st = PF_ERR_NOMEM;
+                break;
+            }
+            buf = g;
+            cap *= 2;
+        }
+        got = fread(buf + n, 1, cap - n, f);
+        n += got;
+    }
+    if (st == PF_OK && (!buf || ferror(f))) {
+        rp_report("%s: cannot read: %s", path, buf ? strerror(errno) : "out of memory");
+        st = buf ? PF_ERR_IO : PF_ERR_NOMEM;
+    }
+    fclose(f);
+    if (st != PF_OK) {
+        free(buf);
+        return st;
+    }
+    *data = buf;
+    *size = n;
+    return PF_OK;
+}
+
 /* Reads the whole file (failures are reported here, naming it). */
 static pf_status read_whole_file(const char *path, uint8_t **data, size_t *size)
 {
@@ -139,12 +173,12 @@ static pf_status read_whole_file(const char *path, uint8_t **data, size_t *size)
         return PF_ERR_IO;
     }
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        bool dir = S_ISDIR(st.st_mode);
+    if (fstat(fileno(f), &st) != 0 || S_ISDIR(st.st_mode)) {
         fclose(f);
-        rp_report("%s: %s", path, dir ? "is a directory, not an image" : "not a regular file");
+        rp_report("%s: is a directory, not an image", path);
         return PF_ERR_IO;
     }
+    if (!S_ISREG(st.st_mode)) return read_stream(f, path, data, size);
     size_t n = (size_t)st.st_size;
     uint8_t *buf = malloc(n ? n : 1);
     if (!buf) {
@@ -418,6 +452,7 @@ static size_t first_frame_bytes(const rp_inputs *in)
 {
     for (int i = 0; i < in->count; i++) {
         const rp_input *it = &in->items[i];
+        if (it->once) continue; /* a pipe: probing would eat what the decoder needs */
         if (it->kind == RP_INPUT_IMAGE) {
             pf_image_info info;
             if (pf_image_probe(it->path, &info) == PF_OK && info.width > 0 && info.height > 0)

@@ -1,11 +1,12 @@
 /* `pixflow segment`: the model, the inputs and the output names.
  *
- * An input is classified by what it is, not by its name: "-" is Y4M on
+ * An input is classified by what it is (input_kind.h): "-" is a video on
  * stdin; a directory lists its PNG/JPEG files (sorted); a pattern with
  * wildcards is expanded with glob(); a file whose first bytes are a PNG or
- * JPEG header is an image, anything else is opened as a video (Y4M by
- * pixflow, other containers through FFmpeg when the build has it), so a
- * file that is neither gets the video reader's error, which names it. */
+ * JPEG signature, or named .png/.jpg/.jpeg, is an image (so a damaged one
+ * gets the image reader's exact message, as in a directory); anything else,
+ * FIFOs and /dev/fd/N included, is opened as a video (Y4M by pixflow, other
+ * containers through FFmpeg when the build has it), whose errors name it. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <dirent.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "input_kind.h"
 #include "segment_job.h"
 
 #define SELFIE_DIR "node_modules/@mediapipe/selfie_segmentation"
@@ -98,16 +100,6 @@ bool seg_find_model(seg_job *job, const char *arg)
 
 /* Inputs --------------------------------------------------------------------------------- */
 
-static bool image_name(const char *name)
-{
-    const char *dot = strrchr(name, '.');
-    if (!dot) return false;
-    static const char *const exts[] = {".png", ".jpg", ".jpeg", ".PNG", ".JPG", ".JPEG"};
-    for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++)
-        if (!strcmp(dot, exts[i])) return true;
-    return false;
-}
-
 static bool add_input(seg_job *job, const char *path)
 {
     char **grown = realloc(job->inputs, sizeof *grown * (size_t)(job->num_inputs + 1));
@@ -134,7 +126,7 @@ static bool add_dir(seg_job *job, const char *dir)
     int first = job->num_inputs;
     bool ok = true;
     for (struct dirent *e; ok && (e = readdir(d));) {
-        if (e->d_name[0] == '.' || !image_name(e->d_name)) continue;
+        if (e->d_name[0] == '.' || !cli_image_name(e->d_name)) continue;
         char path[SEG_PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (is_file(path)) ok = add_input(job, path);
@@ -200,12 +192,10 @@ bool seg_collect_inputs(seg_job *job, const char *const *args, int n)
     job->kind = SEG_IMAGES;
     for (int i = 0; i < n; i++) {
         const char *a = args[i];
-        bool video = !strcmp(a, "-");
-        if (!video && !is_dir(a) && !strpbrk(a, "*?[") && is_file(a)) {
-            pf_image_info info;
-            video = pf_image_probe(a, &info) != PF_OK;
-        }
-        if (video) {
+        errno = 0;
+        cli_input_kind kind = cli_input_classify(a, NULL);
+        int err = errno;
+        if (kind == CLI_INPUT_VIDEO) {
             if (n != 1) {
                 seg_error(job, "%s: a video is segmented on its own; give one video per run", a);
                 return false;
@@ -214,15 +204,15 @@ bool seg_collect_inputs(seg_job *job, const char *const *args, int n)
             return open_video(job, a);
         }
         bool ok;
-        if (is_dir(a))
+        if (kind == CLI_INPUT_DIR)
             ok = add_dir(job, a);
-        else if (strpbrk(a, "*?[") && !is_file(a))
+        else if (kind == CLI_INPUT_MISSING && strpbrk(a, "*?["))
             ok = add_glob(job, a);
-        else if (!is_file(a)) {
-            seg_error(job, "%s: %s", a, strerror(ENOENT));
+        else if (kind == CLI_INPUT_MISSING) {
+            seg_error(job, "%s: %s", a, strerror(err ? err : ENOENT));
             ok = false;
         } else
-            ok = add_input(job, a);
+            ok = add_input(job, a); /* an image: its reader's message if it is damaged */
         if (!ok) return false;
     }
     if (job->num_inputs == 0) {
