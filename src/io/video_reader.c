@@ -121,6 +121,9 @@ static pf_status peek_stream(pf_video_reader *r, const char *path)
         r->own_fp = true;
     }
     r->fp = in->fp;
+    /* Unbuffered: FFmpeg then reads the descriptor itself, after the head,
+     * with nothing read ahead into a stdio buffer. */
+    setvbuf(in->fp, NULL, _IONBF, 0);
     in->n = fread(in->head, 1, 10, in->fp);
     if (in->n < 10 && ferror(in->fp)) return pf_io_errno("read", r->name, errno);
     if (in->n == 0) return pf_set_error(PF_ERR_FORMAT, "%s: empty input (no bytes)", r->name);
