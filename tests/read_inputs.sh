@@ -93,9 +93,11 @@ special)
     timeout -k 5 60 "$PIXFLOW" segment /dev/stdin -o stdin$n.y4m <"$input" >out.txt 2>&1 ||
       { cat out.txt; fail "segment /dev/stdin ($input)"; }
     [ "$(frames_of stdin$n.y4m)" = 10 ] || fail "segment /dev/stdin ($input): $(frames_of stdin$n.y4m) frames"
-    timeout -k 5 60 "$PIXFLOW" segment - -o dash$n.y4m <"$input" >out.txt 2>&1 ||
-      { cat out.txt; fail "segment - ($input)"; }
-    [ "$(frames_of dash$n.y4m)" = 10 ] || fail "segment - ($input): $(frames_of dash$n.y4m) frames"
+    if [ "$input" = clip.mp4 ]; then # '-' with Y4M: segment_cli_y4m_stdin
+      timeout -k 5 60 "$PIXFLOW" segment - -o dash$n.y4m <"$input" >out.txt 2>&1 ||
+        { cat out.txt; fail "segment - ($input)"; }
+      [ "$(frames_of dash$n.y4m)" = 10 ] || fail "segment - ($input): $(frames_of dash$n.y4m) frames"
+    fi
     timeout -k 5 60 "$PIXFLOW" segment <(cat "$input") -o ps$n.y4m >out.txt 2>&1 ||
       { cat out.txt; fail "segment <(cat $input)"; }
     [ "$(frames_of ps$n.y4m)" = 10 ] || fail "segment <(cat $input): $(frames_of ps$n.y4m) frames"
