@@ -89,6 +89,8 @@ cli)
     [ "${corrupt:-0}" -gt 0 ] || fail "segment $f: damage not counted ($(cat seg.json))"
     timeout -k 5 120 "$PIXFLOW" reproject "$f" -o rp_$f --views 1:90:32x32 --format png --quiet \
       2>rp.err || { cat rp.err; fail "reproject $f: exit status $?"; }
+    grep -q "$f: [0-9]* damaged or missing packets skipped" rp.err ||
+      { cat rp.err; fail "reproject $f: the damage is not reported"; }
     n=$(ls rp_$f | wc -l)
     echo "reproject $f: $n files"
     [ "$n" -gt 0 ] || fail "reproject $f: nothing written"

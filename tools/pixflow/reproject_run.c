@@ -349,6 +349,12 @@ static void decode_video(rp_worker *w, int idx)
         if (atomic_load(&j->failed)) job_finish(r, j);
         else push_decoded(r, j);
     }
+    /* Damage the decoder skipped is not a failure (the frames that decoded
+     * are written) but is said, as segment's summary counts it. */
+    pf_video_reader_stats vs;
+    if (pf_video_reader_get_stats(vr, &vs) == PF_OK && vs.corrupt_packets)
+        rp_report("%s: %llu damaged or missing packets skipped (%llu frames decoded)", in->path,
+                  (unsigned long long)vs.corrupt_packets, (unsigned long long)vs.frames);
     pf_video_reader_destroy(&vr);
     /* The estimate becomes the count. */
     atomic_fetch_add(&r->expected, made - (estimate > 0 ? estimate : 1));
