@@ -8,7 +8,8 @@
 #              summary counts it.
 # special      FIFOs (a writer process started and stopped here), /dev/stdin
 #              and process substitution (/dev/fd/N) as inputs of segment,
-#              reproject and run, Y4M and MP4, and a JPEG through a FIFO.
+#              reproject and run, Y4M and MP4 (with audio too: not copied from
+#              a pipe), and a JPEG through a FIFO.
 # single_file  `pixflow segment FILE` on a CMYK JPEG, a PNG with a bad CRC,
 #              empty files and a PNG with a huge width prints the image
 #              reader's message, the same as for a directory holding the
@@ -109,6 +110,19 @@ special)
     stop_feed
     [ "$(frames_of run$n.y4m)" = 10 ] || fail "run on a FIFO ($input): $(frames_of run$n.y4m) frames"
   done
+  # With audio, to an MP4: the writer must not open the FIFO a second time to copy the
+  # audio (it hung, or took the video reader's bytes); the audio is left out, said.
+  ffmpeg -v error -nostdin -y -f lavfi -i testsrc2=size=64x48:rate=10 \
+    -f lavfi -i sine=frequency=440:sample_rate=16000 -t 2 -c:v libx264 -preset ultrafast \
+    -pix_fmt yuv420p -c:a aac -shortest audio.mp4 || fail "ffmpeg audio.mp4"
+  feed audio.mp4 afifo
+  timeout -k 5 60 "$PIXFLOW" segment afifo -o afifo.mp4 >out.txt 2>&1 || { cat out.txt; fail "segment FIFO with audio"; }
+  stop_feed
+  [ "$(frames_of afifo.mp4)" = 20 ] || fail "segment FIFO with audio: $(frames_of afifo.mp4) frames"
+  grep -q 'afifo is a pipe: its audio' out.txt || fail "segment FIFO with audio: not said"
+  timeout -k 5 60 "$PIXFLOW" segment <(cat audio.mp4) -o apsub.mp4 >out.txt 2>&1 ||
+    { cat out.txt; fail "segment <(cat audio.mp4)"; }
+  [ "$(frames_of apsub.mp4)" = 20 ] || fail "segment <(cat audio.mp4): $(frames_of apsub.mp4) frames"
   feed pic.jpg pfifo.jpg
   timeout -k 5 60 "$PIXFLOW" segment pfifo.jpg -o pfifo_seg.png >out.txt 2>&1 || { cat out.txt; fail "segment JPEG FIFO"; }
   stop_feed

@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "segment_job.h"
@@ -314,10 +315,17 @@ static pf_status open_writer(seg_job *job, const char *path, const pf_frame *f, 
     wp.duration_s = job->duration_s;
     wp.max_frames = job->max_frames;
     /* The other streams (audio...) of the input, except for the mask video
-     * and stdin (which cannot be read twice). */
-    if (f->format != PF_PIXFMT_GRAY8 && !job->no_audio && job->info.other_streams > 0 &&
-        strcmp(job->inputs[0], "-") != 0)
-        wp.copy_streams_from = job->inputs[0];
+     * and inputs that cannot be read twice (stdin, a FIFO, /dev/fd/N: a
+     * second open would hang or take bytes from the video reader). */
+    struct stat in_sb;
+    if (f->format != PF_PIXFMT_GRAY8 && !job->no_audio && job->info.other_streams > 0) {
+        if (strcmp(job->inputs[0], "-") != 0 && stat(job->inputs[0], &in_sb) == 0 &&
+            S_ISREG(in_sb.st_mode))
+            wp.copy_streams_from = job->inputs[0];
+        else
+            seg_error(job, "%s is a pipe: its audio and other streams are not copied (it "
+                      "cannot be read twice)", job->input_label);
+    }
     if (f->format == PF_PIXFMT_GRAY8) {
         /* A mask: no colour of the input's to keep. */
         memset(&wp.color, 0, sizeof wp.color);
