@@ -90,5 +90,8 @@ int main(int argc, char **argv)
     }
     const cli_command *c = find_command(cmd);
     if (!c) return unknown_command(cmd);
+    /* Reads PIXFLOW_LOG now, so a bad value is reported by every command,
+     * not only by those that happen to log (the library reads it lazily). */
+    (void)pf_log_get_level();
     return c->run(argc - 1, argv + 1);
 }
