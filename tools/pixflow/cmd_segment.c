@@ -50,8 +50,8 @@ static const cli_option seg_options[] = {
     /* overwrite control (-y / -n) */
     CLI_OVERWRITE_OPTIONS,
     /* Encoder and trim (video output; parse_encode_options) */
-    {"codec", "NAME", "video encoder (FFmpeg name: libx264 (default), libx265, libvpx-vp9, "
-                      "mpeg4, ...)"},
+    {"codec", "NAME", "video encoder (FFmpeg name: libx264, libx265, libvpx-vp9, mpeg4, ...; "
+                      "default libx264, or mpeg4 where FFmpeg lacks it)"},
     {"crf", "N", "constant quality 0..63 (libx264 default 23; lower = better)"},
     {"preset", "NAME", "encoder preset (libx264: ultrafast..veryslow, default medium)"},
     {"bitrate", "RATE", "target bits/s instead of --crf: 2500000, 2500k, 2.5M"},
@@ -73,8 +73,11 @@ static void seg_usage(FILE *f)
             "                       [--preset NAME] [--start TIME] [--duration TIME]\n"
             "                       [--frames N] [--no-audio]\n\n"
             "Finds the people in a video or images and replaces the background.\n"
-            "INPUT: a video file (Y4M; other containers when built with FFmpeg), '-' for Y4M\n"
-            "on stdin, an image (PNG/JPEG), a directory of images, or a glob ('shots/*.jpg').\n"
+            "INPUT: a video file (Y4M; other containers when built with FFmpeg), '-' for\n"
+            "stdin (Y4M, or a container FFmpeg reads without seeking), a FIFO or /dev/fd/N,\n"
+            "an image (PNG/JPEG), a directory of images, or a glob ('shots/*.jpg'). Files\n"
+            "are told apart by content. Damaged video is decoded as far as it can be, the\n"
+            "damage skipped and counted in the summary.\n"
             "Default outputs: NAME_seg.EXT in the current directory (video: .mp4, or .y4m\n"
             "for Y4M input or without FFmpeg; .mov with --alpha), stdout for stdin, and the\n"
             "directory 'segmented' for several images. The model is found in $PIXFLOW_MODELS,\n"
