@@ -192,10 +192,30 @@ static void test_alloc_from_pool(void)
     pf_allocator_destroy(&a);
 }
 
+static void test_rational_reduce(void)
+{
+    pf_rational q = pf_rational_reduce(48000, 2002);
+    CHECK_EQ_INT(q.num, 24000);
+    CHECK_EQ_INT(q.den, 1001);
+    q = pf_rational_reduce(0, 5);
+    CHECK_EQ_INT(q.num, 0);
+    CHECK_EQ_INT(q.den, 1);
+    q = pf_rational_reduce(1, 0);
+    CHECK(q.num == 0 && q.den == 0);
+    q = pf_rational_reduce(-1, 2);
+    CHECK(q.num == 0 && q.den == 0);
+    q = pf_rational_reduce((int64_t)1 << 40, 3); /* does not fit 32 bits */
+    CHECK(q.num == 0 && q.den == 0);
+    q = pf_rational_reduce((int64_t)3 << 40, (int64_t)1 << 40);
+    CHECK_EQ_INT(q.num, 3);
+    CHECK_EQ_INT(q.den, 1);
+}
+
 int main(void)
 {
     pf_test_seed(1);
     PF_RUN(test_names);
+    PF_RUN(test_rational_reduce);
     PF_RUN(test_plane_sizes);
     PF_RUN(test_layout);
     PF_RUN(test_alloc_copy_all_formats);

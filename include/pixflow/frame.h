@@ -48,6 +48,10 @@ typedef struct pf_rational {
     int32_t num, den;
 } pf_rational;
 
+/* num/den in lowest terms (24000/1001 stays exact); {0, 0} when den <= 0,
+ * num < 0, or the reduced terms do not fit in 32 bits. */
+PF_API pf_rational pf_rational_reduce(int64_t num, int64_t den);
+
 /* Colour description of a video stream or frame (ITU-T H.273 code points,
  * the values FFmpeg's AVCOL_* enums use). 0 = unspecified everywhere, so a
  * zeroed frame says nothing about its colour. For NV12/I420 frames matrix

@@ -184,6 +184,23 @@ void pf_frame_ref(pf_frame *dst, const pf_frame *src)
     pf_buffer_ref(dst->icc);
 }
 
+pf_rational pf_rational_reduce(int64_t num, int64_t den)
+{
+    if (den <= 0 || num < 0) return (pf_rational){0, 0};
+    int64_t a = num, b = den;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    if (a > 1) {
+        num /= a;
+        den /= a;
+    }
+    if (num > INT32_MAX || den > INT32_MAX) return (pf_rational){0, 0};
+    return (pf_rational){(int32_t)num, (int32_t)den};
+}
+
 void pf_frame_copy_props(pf_frame *dst, const pf_frame *src)
 {
     if (!dst || !src || dst == src) return;

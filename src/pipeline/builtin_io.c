@@ -400,28 +400,21 @@ static pf_rational frame_rate_of(const pf_frame *f)
     int64_t num = tb.den, den = (int64_t)tb.num * (f->duration > 0 ? f->duration : 1);
     if (f->duration <= 0 && (double)num / (double)den > 1000) return (pf_rational){0, 0};
     /* Reduced, so 24000/1001 stays exact and fits 32 bits. */
-    int64_t a = num, b = den;
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    num /= a;
-    den /= a;
-    if (num > INT32_MAX || den > INT32_MAX) return (pf_rational){0, 0};
+    pf_rational q = pf_rational_reduce(num, den);
+    if (q.den == 0) return q;
     /* A coarse time base rounds durations (Matroska's 1 ms: 42 for 23.976
      * fps): a rate within 1% of a common one is taken to be that one. */
     static const pf_rational common[] = {{24000, 1001}, {24, 1}, {25, 1}, {30000, 1001},
                                          {30, 1}, {48, 1}, {50, 1}, {60000, 1001},
                                          {60, 1}, {120, 1}};
-    double r = (double)num / (double)den, best = 1e300;
+    double r = (double)q.num / (double)q.den, best = 1e300;
     size_t bi = 0;
     for (size_t i = 0; i < sizeof common / sizeof common[0]; i++) {
         double d = fabs(r - (double)common[i].num / common[i].den);
         if (d < best) best = d, bi = i;
     }
     if (best <= 0.01 * r) return common[bi];
-    return (pf_rational){(int32_t)num, (int32_t)den};
+    return q;
 }
 
 static void vsink_close(vsink *s)

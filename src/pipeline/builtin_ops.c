@@ -36,18 +36,8 @@ static void copy_frame_stamp(pf_frame *dst, const pf_frame *src)
      * sar' = sar * (dh * sw) / (dw * sh). */
     if (src->sar.num > 0 && src->sar.den > 0 && dw > 0 && dh > 0 &&
         ((int64_t)dh * src->width != (int64_t)dw * src->height)) {
-        int64_t num = (int64_t)src->sar.num * dh * src->width;
-        int64_t den = (int64_t)src->sar.den * dw * src->height;
-        int64_t a = num, b = den;
-        while (b) {
-            int64_t t = a % b;
-            a = b;
-            b = t;
-        }
-        num /= a;
-        den /= a;
-        dst->sar = num <= INT32_MAX && den <= INT32_MAX ? (pf_rational){(int32_t)num, (int32_t)den}
-                                                        : (pf_rational){0, 0};
+        dst->sar = pf_rational_reduce((int64_t)src->sar.num * dh * src->width,
+                                      (int64_t)src->sar.den * dw * src->height);
     }
 }
 
