@@ -227,6 +227,69 @@ static void test_y4m_chroma(void)
     pf_video_reader_destroy(&rr);
 }
 
+/* XCOLORRANGE=FULL (FFmpeg's Y4M extension) is read as full range and
+ * written back for full-range output; A (aspect) both ways. Y = 32 with
+ * neutral chroma is RGB 32 in full range, 19 if taken as limited (the old
+ * reader ignored the tag and darkened such input). */
+static void test_y4m_color_range(void)
+{
+    char path[512], out[512];
+    tmp_path(path, sizeof path, "full.y4m");
+    tmp_path(out, sizeof out, "full_out.y4m");
+    const int w = 4, h = 2;
+    for (int full = 0; full < 2; full++) {
+        FILE *fp = fopen(path, "wb");
+        REQUIRE(fp);
+        fprintf(fp, "YUV4MPEG2 W%d H%d F25:1 A4:3 C420jpeg XYSCSS=420JPEG%s\nFRAME\n", w, h,
+                full ? " XCOLORRANGE=FULL" : "");
+        for (int i = 0; i < w * h; i++) fputc(32, fp);
+        for (int i = 0; i < w * h / 2; i++) fputc(128, fp);
+        fclose(fp);
+        pf_video_reader *r = open_reader(path, PF_PIXFMT_RGB24, NULL);
+        REQUIRE(r);
+        pf_video_info info;
+        CHECK_OK(pf_video_reader_info(r, &info));
+        CHECK_EQ_INT(info.color.range, full ? PF_COLOR_RANGE_FULL : PF_COLOR_RANGE_UNSPECIFIED);
+        CHECK(info.sar.num == 4 && info.sar.den == 3);
+        pf_frame f = {0};
+        CHECK_OK(pf_video_reader_read(r, &f));
+        REQUIRE(f.data[0]);
+        CHECK_EQ_INT(f.data[0][0], full ? 32 : 19);
+        CHECK_EQ_INT(f.color.range, info.color.range);
+        CHECK(f.sar.num == 4 && f.sar.den == 3);
+        /* Written back from RGB with the input's colour: the same samples
+         * and the same tags. */
+        pf_video_writer_params wp = pf_video_writer_params_default();
+        wp.path = out;
+        wp.width = w;
+        wp.height = h;
+        wp.input_format = PF_PIXFMT_RGB24;
+        wp.color = f.color;
+        wp.sar = f.sar;
+        pf_video_writer *vw = NULL;
+        CHECK_OK(pf_video_writer_create(&wp, &vw));
+        CHECK_OK(pf_video_writer_write(vw, &f));
+        CHECK_OK(pf_video_writer_close(vw));
+        pf_video_writer_destroy(&vw);
+        pf_frame_unref(&f);
+        pf_video_reader_destroy(&r);
+        char line[128] = "";
+        fp = fopen(out, "rb");
+        REQUIRE(fp);
+        CHECK(fgets(line, sizeof line, fp) != NULL);
+        fclose(fp);
+        CHECK((strstr(line, "XCOLORRANGE=FULL") != NULL) == (full != 0));
+        CHECK(strstr(line, " A4:3 ") != NULL);
+        pf_video_reader *r2 = open_reader(out, PF_PIXFMT_I420, NULL);
+        REQUIRE(r2);
+        CHECK_OK(pf_video_reader_read(r2, &f));
+        REQUIRE(f.data[0]);
+        CHECK_EQ_INT(f.data[0][0], 32); /* the luma survives the RGB round trip */
+        pf_frame_unref(&f);
+        pf_video_reader_destroy(&r2);
+    }
+}
+
 static pf_status open_text(const char *text, size_t n, pf_video_reader **r)
 {
     char path[512];
@@ -710,6 +773,7 @@ int main(void)
     PF_RUN(test_y4m_roundtrip);
     PF_RUN(test_pool);
     PF_RUN(test_y4m_chroma);
+    PF_RUN(test_y4m_color_range);
     PF_RUN(test_y4m_bad);
     PF_RUN(test_y4m_fifo);
     PF_RUN(test_raw);

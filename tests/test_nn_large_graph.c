@@ -97,17 +97,21 @@ typedef enum { KEEP_ALL, KEEP_HALF, KEEP_ONE } keep;
 static int kept(int n, keep k) { return k == KEEP_ALL ? n : k == KEEP_HALF ? n / 2 : 1; }
 
 /* The n-node chain within bound_s, or (sanitizer and debug builds run several times slower)
- * within 30 times what a tenth of it took: linear passes take about 10 times, quadratic ones
- * 100 times. */
+ * within 50 times what a tenth of it took: linear passes take 10-20 times (caches), quadratic
+ * ones 100 times. The tenth is timed twice and the slower time kept, so that one lucky short
+ * run on a loaded machine does not make the ratio (a CI run under ASan saw 43x once with
+ * one timing of 0.12 s). */
 static void check_chain(int n, const char *const *ops, int n_ops, keep k, double bound_s)
 {
     double tenth = time_chain(n / 10, ops, n_ops, kept(n / 10, k));
+    double again = time_chain(n / 10, ops, n_ops, kept(n / 10, k));
+    if (again > tenth) tenth = again;
     double t = time_chain(n, ops, n_ops, kept(n, k));
     REQUIRE(tenth >= 0 && t >= 0);
-    if (!(t < bound_s || t < 30 * tenth))
-        fprintf(stderr, "  %.3f s for %d nodes: over %.1f s and over 30 x %.3f s (%d nodes)\n", t,
+    if (!(t < bound_s || t < 50 * tenth))
+        fprintf(stderr, "  %.3f s for %d nodes: over %.1f s and over 50 x %.3f s (%d nodes)\n", t,
                 n, bound_s, tenth, n / 10);
-    CHECK(t < bound_s || t < 30 * tenth);
+    CHECK(t < bound_s || t < 50 * tenth);
 }
 
 static const char *const k_act[] = {"Relu", "Sigmoid"};

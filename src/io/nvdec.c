@@ -291,6 +291,15 @@ static pf_status on_sequence(pf_nvdec *d, CUVIDEOFORMAT *f, int *surfaces_out)
         f->frame_rate.numerator > INT32_MAX || f->frame_rate.denominator > INT32_MAX)
         d->info.fps = (pf_rational){0, 0};
     d->info.progressive = f->progressive_sequence != 0;
+    /* H.273 code points, as the FFmpeg path reports them (2 = unspecified).
+     * The flag is 0 both for "limited" and for "not signalled" (the spec's
+     * inferred value): left unspecified, which converts as limited. */
+    d->info.color.range = f->video_signal_description.video_full_range_flag
+                              ? PF_COLOR_RANGE_FULL
+                              : PF_COLOR_RANGE_UNSPECIFIED;
+    d->info.color.matrix = f->video_signal_description.matrix_coefficients;
+    d->info.color.primaries = f->video_signal_description.color_primaries;
+    d->info.color.transfer = f->video_signal_description.transfer_characteristics;
     d->info.surfaces = surfaces;
     d->info.min_surfaces = min;
     d->info.engines = engines;
@@ -435,6 +444,7 @@ static pf_status on_display(pf_nvdec *d, const CUVIDPARSERDISPINFO *di)
         f.time_base = (pf_rational){fps.den, fps.num};
     }
     f.index = d->display_index++;
+    f.color = d->info.color;
     d->ring[(d->ring_head + d->ring_count) % d->ring_cap] = f;
     d->ring_count++;
     return PF_OK;

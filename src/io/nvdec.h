@@ -127,6 +127,8 @@ typedef struct pf_nvdec_info {
     int surfaces, min_surfaces;     /* decode surfaces made / the stream's minimum */
     int engines;                    /* NVDECs able to decode this format, 0 if unknown */
     int pool_size;
+    pf_color_info color;            /* from the VUI's video signal description; a
+                                       range not signalled stays unspecified */
 } pf_nvdec_info;
 
 /* PF_AGAIN until the first sequence header has been decoded. */

@@ -210,6 +210,8 @@ static pf_status open_y4m(pf_video_reader *r, const pf_video_reader_params *p)
     r->info.width = h->width;
     r->info.height = h->height;
     r->stored = h->chroma == PF_Y4M_MONO ? PF_PIXFMT_GRAY8 : PF_PIXFMT_I420;
+    r->info.color.range = h->range;
+    if (h->aspect.num > 0 && h->aspect.den > 0) r->info.sar = h->aspect;
     if (h->fps.num > 0) {
         r->info.fps = h->fps;
         r->info.time_base = (pf_rational){h->fps.den, h->fps.num};
@@ -345,6 +347,7 @@ static pf_status open_nvdec(pf_video_reader *r, const pf_video_reader_params *p)
     r->info.frame_count = -1;
     r->info.duration_s = -1;
     r->info.hw_decode = true;
+    r->info.color = ni.color;
     r->stored = PF_PIXFMT_NV12;
     snprintf(r->info.codec, sizeof r->info.codec, "%s", pf_es_codec_name(np.codec));
     snprintf(r->info.container, sizeof r->info.container, "%s", pf_es_codec_name(np.codec));
@@ -507,14 +510,19 @@ static pf_status read_stream(pf_video_reader *r, pf_frame *f)
     }
     if (st != PF_OK) return st;
     r->stats.packets++;
+    dst->color = r->info.color;
+    dst->sar = r->info.sar;
     if (dst == f) return PF_OK;
     if (r->stored == PF_PIXFMT_GRAY8 &&
         (f->format == PF_PIXFMT_I420 || f->format == PF_PIXFMT_NV12)) {
         mono_to_yuv(dst, f);
         return PF_OK;
     }
-    st = pf_ops_convert(r->ops, dst, f, NULL);
+    pf_color_params cp = pf_color_params_for(dst);
+    st = pf_ops_convert(r->ops, dst, f, &cp);
     if (st == PF_OK) st = pf_stream_synchronize(r->stream);
+    f->color = dst->color;
+    f->sar = dst->sar;
     return st;
 }
 

@@ -30,6 +30,8 @@ struct pf_video_writer {
     pf_rational fps;
     pf_rational tb;             /* of output timestamps: params time_base, else 1/fps */
     pf_color_info color;        /* params.color: RGB -> YUV for Y4M */
+    pf_rational sar;            /* params.sar: the Y4M A tag */
+    bool y4m_full;              /* Y4M samples are full range (XCOLORRANGE=FULL) */
     double start_s, end_s;      /* trim window on the frames' clock; end_s < 0 = open */
     int64_t max_frames;         /* 0 = all */
     int64_t dropped;            /* frames outside the window */
@@ -96,8 +98,11 @@ static pf_status open_y4m(pf_video_writer *w)
             st = pf_frame_alloc(&w->scratch, w->y4m_format, w->width, w->height, NULL, NULL);
         if (st != PF_OK) return st;
     }
+    /* The range is fixed here, in the header; frames converted from RGB
+     * are encoded to it whatever their own colour says (write()). */
+    w->y4m_full = w->color.range == PF_COLOR_RANGE_FULL;
     return pf_y4m_write_header(w->fp, w->name, w->width, w->height, w->fps,
-                               w->y4m_format == PF_PIXFMT_GRAY8);
+                               w->y4m_format == PF_PIXFMT_GRAY8, w->sar, w->y4m_full);
 }
 
 pf_status pf_video_writer_create(const pf_video_writer_params *p, pf_video_writer **out)
@@ -140,6 +145,7 @@ pf_status pf_video_writer_create(const pf_video_writer_params *p, pf_video_write
     w->tb = p->time_base.num > 0 && p->time_base.den > 0 ? p->time_base
                                                           : (pf_rational){p->fps.den, p->fps.num};
     w->color = p->color;
+    w->sar = p->sar;
     w->start_s = p->start_s;
     w->end_s = p->duration_s > 0 ? p->start_s + p->duration_s : -1;
     w->max_frames = p->max_frames;
@@ -258,6 +264,7 @@ pf_status pf_video_writer_write(pf_video_writer *w, const pf_frame *f)
             /* RGB -> YUV with the writer's colour (else the frame's). */
             pf_frame view = *f;
             if (w->color.range || w->color.matrix) view.color = w->color;
+            view.color.range = w->y4m_full ? PF_COLOR_RANGE_FULL : PF_COLOR_RANGE_LIMITED;
             pf_color_params cp = pf_color_params_for(&view);
             st = pf_ops_convert(w->ops, f, &w->scratch, &cp);
             if (st == PF_OK) st = pf_stream_synchronize(w->stream);

@@ -154,7 +154,13 @@ pf_status pf_y4m_read_header_after(FILE *fp, const char *name, const uint8_t *he
             st = parse_chroma(name, v, (size_t)(end - v), h);
             if (st != PF_OK) return st;
             break;
-        case 'X': break; /* extensions (XYSCSS=, XCOLORRANGE=): not needed */
+        case 'X':
+            /* Extensions: XCOLORRANGE (FFmpeg writes it for full-range input)
+             * says how to convert; the others (XYSCSS=...) are not needed. */
+            if (!strncmp(v, "COLORRANGE=FULL", 15) && end - v == 15) h->range = PF_COLOR_RANGE_FULL;
+            if (!strncmp(v, "COLORRANGE=LIMITED", 18) && end - v == 18)
+                h->range = PF_COLOR_RANGE_LIMITED;
+            break;
         default:
             return pf_set_error(PF_ERR_FORMAT, "%s: Y4M header: unknown tag '%.*s'", name, shown,
                                 p);
@@ -281,10 +287,12 @@ pf_status pf_y4m_read_frame(FILE *fp, const char *name, const pf_y4m_header *h, 
 }
 
 pf_status pf_y4m_write_header(FILE *fp, const char *name, int width, int height, pf_rational fps,
-                              bool mono)
+                              bool mono, pf_rational sar, bool full_range)
 {
-    if (fprintf(fp, "YUV4MPEG2 W%d H%d F%d:%d Ip A1:1 %s\n", width, height, fps.num, fps.den,
-                mono ? "Cmono" : "C420jpeg") < 0)
+    if (sar.num <= 0 || sar.den <= 0) sar = (pf_rational){1, 1};
+    if (fprintf(fp, "YUV4MPEG2 W%d H%d F%d:%d Ip A%d:%d %s%s\n", width, height, fps.num, fps.den,
+                sar.num, sar.den, mono ? "Cmono" : "C420jpeg",
+                full_range ? " XCOLORRANGE=FULL" : "") < 0)
         return pf_set_error(PF_ERR_IO, "%s: cannot write: %s", name, strerror(errno));
     return PF_OK;
 }

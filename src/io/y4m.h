@@ -30,6 +30,7 @@ typedef struct pf_y4m_header {
     char interlace;         /* 'p', 't', 'b', 'm', '?' or 0 when absent */
     pf_y4m_chroma chroma;
     char chroma_tag[16];    /* as written, without the C ("420jpeg"); "" when absent */
+    pf_color_range range;   /* XCOLORRANGE=FULL|LIMITED (FFmpeg's extension); else unspecified */
 } pf_y4m_header;
 
 /* Reads and checks the stream header line. PF_ERR_FORMAT "NAME: ..." when
@@ -55,9 +56,11 @@ size_t pf_y4m_payload_size(const pf_y4m_header *h);
 pf_status pf_y4m_read_frame(FILE *fp, const char *name, const pf_y4m_header *h, int64_t index,
                             uint8_t *scratch, pf_frame *dst, bool *cut);
 
-/* Writes "YUV4MPEG2 W H F A1:1 Ip C420jpeg|Cmono\n". */
+/* Writes "YUV4MPEG2 W H F Ip A C420jpeg|Cmono [XCOLORRANGE=FULL]\n"; sar {0,0} = A1:1.
+ * full_range: the samples are full range (FFmpeg's extension tag; without it
+ * readers take limited range). */
 pf_status pf_y4m_write_header(FILE *fp, const char *name, int width, int height, pf_rational fps,
-                              bool mono);
+                              bool mono, pf_rational sar, bool full_range);
 /* Writes "FRAME\n" and the planes of an I420 or GRAY8 host frame. */
 pf_status pf_y4m_write_frame(FILE *fp, const char *name, const pf_frame *f);
 
