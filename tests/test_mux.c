@@ -13,12 +13,13 @@
  * id with an unmapped stream dropped and counted, and `unmapped: error`;
  * latency mode keeps the freshest frame per stream and counts each
  * stream's drops; per-stream statistics, table and JSON; ordered threads
- * behind a fan-in; the examples/multistream.yaml pipeline (YAML `inputs:`,
+ * behind a fan-in; a transfer inserted per input edge; the examples/multistream.yaml pipeline (YAML `inputs:`,
  * mux and demux) when YAML support is built. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
 
+#include "device/backend.h"
 #include "pf_test.h"
 
 static void sleep_us(int64_t us)
@@ -349,14 +350,14 @@ static void test_drain_and_leave(void)
     for (int k = 0; k < 4; k++) {
         char name[16];
         snprintf(name, sizeof name, "cam%d", k);
-        connect(p, add_cam(p, name, k, counts[k], k == 2 ? 2000 : 0), mux, 4, PF_EDGE_BLOCK);
+        connect(p, add_cam(p, name, k, counts[k], k == 2 ? 500 : 0), mux, 4, PF_EDGE_BLOCK);
     }
     connect(p, mux, sink, 8, PF_EDGE_BLOCK);
     int64_t t0 = pf_time_ns();
     CHECK_OK(pf_pipeline_start(p));
     CHECK_OK(pf_pipeline_wait(p, 30 * 1000000));
     double s = (double)(pf_time_ns() - t0) / 1e9;
-    CHECK(s < 5); /* not held for the 10 s timeout */
+    CHECK(s < 8); /* not held for the 10 s timeout */
     for (int k = 0; k < 4; k++) CHECK(stream_in_order(&r, k, counts[k]));
     pf_pipeline_stats st;
     CHECK_OK(pf_pipeline_get_stats(p, &st));
@@ -369,10 +370,11 @@ static void test_drain_and_leave(void)
         CHECK_EQ_INT(ss->dropped, 0);
         CHECK(ss->e2e_p50_us > 0 && ss->e2e_p99_us >= ss->e2e_p50_us);
     }
-    /* the paced stream (2000 fps) reports about its rate */
+    /* the paced stream (500 fps) reports about its rate (loosely: a loaded
+     * machine delays frames, never speeds the pacing up) */
     const pf_stream_stats *paced = find_stream(&st, 2);
-    CHECK(paced && paced->fps > 500 && paced->fps < 4000);
-    printf("  paced stream: %.0f fps (2000 asked)\n", paced ? paced->fps : 0);
+    CHECK(paced && paced->fps > 100 && paced->fps < 700);
+    printf("  paced stream: %.0f fps (500 asked)\n", paced ? paced->fps : 0);
     const pf_stage_stats *ms = find_stage(&st, "mux");
     CHECK(ms && ms->batch_hist[8] > 0);
     /* the table and the JSON carry the streams */
@@ -636,6 +638,55 @@ static void test_latency_mode_per_stream_drops(void)
     rec_fini(&r);
 }
 
+static void test_transfer_per_input_edge(void)
+{
+    /* A muxer that takes device memory (the CPU device standing in): each
+     * host input edge gets its own transfer; streams stay whole. */
+    pf_pipeline *p = new_pipeline("xfer", PF_MODE_CUSTOM);
+    REQUIRE(p);
+    rec r, out;
+    rec_init(&r, 0);
+    rec_init(&out, 0);
+    pf_stage_desc d = pf_stage_desc_default();
+    d.name = "mux";
+    d.process = rec_process;
+    d.user = &r;
+    d.device = pf_cpu_device();
+    d.accepts = d.produces = PF_MEM_DEVICE;
+    d.batch.max_batch = 4;
+    d.batch.max_delay_us = 1000;
+    pf_stage *mux = NULL, *sink = NULL;
+    CHECK_OK(pf_pipeline_add_stage(p, &d, &mux));
+    d.name = "sink";
+    d.user = &out;
+    d.batch.max_batch = 1;
+    CHECK_OK(pf_pipeline_add_stage(p, &d, &sink));
+    REQUIRE(mux && sink);
+    connect(p, add_cam(p, "cam0", 0, 40, 0), mux, 4, PF_EDGE_BLOCK);
+    connect(p, add_cam(p, "cam1", 1, 30, 0), mux, 2, PF_EDGE_DROP_NEWEST);
+    connect(p, mux, sink, 4, PF_EDGE_BLOCK);
+    CHECK_OK(pf_pipeline_start(p));
+    CHECK_OK(pf_pipeline_wait(p, 30 * 1000000));
+    pf_pipeline_stats st;
+    CHECK_OK(pf_pipeline_get_stats(p, &st));
+    const pf_stage_stats *t0 = find_stage(&st, "h2d:cam0->mux");
+    const pf_stage_stats *t1 = find_stage(&st, "h2d:cam1->mux");
+    REQUIRE(t0 && t1);
+    CHECK(t0->is_transfer && t1->is_transfer);
+    CHECK_EQ_INT(t0->transfers, 40);
+    CHECK(stream_in_order(&out, 0, 40));
+    /* cam1's edge drops the newest when full (before its transfer): what
+     * arrives is in order; in + dropped add up per stream */
+    const pf_stream_stats *s1 = find_stream(&st, 1);
+    REQUIRE(s1);
+    CHECK_EQ_INT(s1->items_in, 30);
+    CHECK_EQ_INT(s1->items_out + s1->dropped, 30);
+    CHECK_EQ_INT(t1->transfers, s1->items_out);
+    pf_pipeline_destroy(&p);
+    rec_fini(&r);
+    rec_fini(&out);
+}
+
 static void test_example_yaml(void)
 {
     const char *dir = getenv("PF_SOURCE_DIR");
@@ -675,6 +726,7 @@ int main(void)
     PF_RUN(test_cancel_and_error_with_inputs);
     PF_RUN(test_demux_routing);
     PF_RUN(test_latency_mode_per_stream_drops);
+    PF_RUN(test_transfer_per_input_edge);
     PF_RUN(test_example_yaml);
     return pf_test_finish();
 }

@@ -435,6 +435,26 @@ PF_API const char *pf_stage_name(const pf_stage *stage);
  *     number `at` (counting from 0 over all items it sees): for tests of
  *     error paths.
  *     at 0 (int >= 0) | message "injected failure"
+ *   mux                the stream muxer (nvstreammux's role): give it
+ *     several input edges, one per stream; it passes on the batches the
+ *     runtime forms across them ("Many streams", "Dynamic batcher"): each
+ *     batch round-robin over the streams with frames waiting, FIFO within
+ *     a stream, at most `batch_size`, leaving when full, when `timeout_us`
+ *     has passed since its first frame, or when every input has ended.
+ *     Items pass unchanged (no copy; frames keep their source id), so a
+ *     model right behind it with the same batch gets whole batches while
+ *     it keeps up. Equivalently any stage, nn.infer included, becomes a
+ *     muxer when given several inputs and a batch.
+ *     batch_size 1 (1..256: sets desc.batch.max_batch) | timeout_us 0
+ *     (0..60000000: sets desc.batch.max_delay_us; 0 = send what is there)
+ *   demux              routes each item to one output edge by its source
+ *     id (pf_stage_emit_to), unchanged.
+ *     routes (list of SOURCE:OUTPUT, OUTPUT a stage name fed by this stage
+ *     - through a transfer the runtime inserted, if any - or an output
+ *     index in connect order; default: source k -> output k) | unmapped
+ *     drop|error|all (drop: released and counted as the stage's and the
+ *     stream's drops; error: the pipeline stops naming the stream; all:
+ *     to every output). Routes naming no output edge fail the start.
  */
 
 /* One parameter. `line` (> 0) is where it came from (a YAML line), used in
@@ -468,8 +488,8 @@ PF_API pf_status pf_stage_builtin(const char *type, const pf_stage_config *cfg,
 /* Kinds of built-in stages, for tools and loaders. */
 typedef enum pf_builtin_kind {
     PF_BUILTIN_SOURCE = 0,     /* no input */
-    PF_BUILTIN_PROCESS = 1,    /* one input, emits */
-    PF_BUILTIN_SINK = 2        /* one input, emits nothing */
+    PF_BUILTIN_PROCESS = 1,    /* inputs, emits */
+    PF_BUILTIN_SINK = 2        /* inputs, emits nothing */
 } pf_builtin_kind;
 
 /* The i-th built-in type name (i from 0), NULL past the end; *kind (may be
