@@ -603,10 +603,20 @@ static void test_latency_mode_per_stream_drops(void)
     rec_init(&r, 2000);
     pf_stage *mux = add_rec(p, "mux", &r, 4, 0);
     REQUIRE(mux);
+    /* stream 2 passes a per-stream stage first: the mux's edge from it is
+     * made latest_only too (one edge per stream into a muxer) */
+    rec pre;
+    rec_init(&pre, 0);
+    pf_stage *pre2 = add_rec(p, "pre2", &pre, 1, 0);
     for (int k = 0; k < 3; k++) {
         char name[16];
         snprintf(name, sizeof name, "cam%d", k);
-        connect(p, add_cam(p, name, k, 200, 2000), mux, 8, PF_EDGE_BLOCK);
+        pf_stage *cam = add_cam(p, name, k, 200, 2000);
+        if (k == 2) {
+            connect(p, cam, pre2, 8, PF_EDGE_BLOCK);
+            cam = pre2;
+        }
+        connect(p, cam, mux, 8, PF_EDGE_BLOCK);
     }
     CHECK_OK(pf_pipeline_start(p));
     CHECK_OK(pf_pipeline_wait(p, 30 * 1000000));
@@ -636,6 +646,7 @@ static void test_latency_mode_per_stream_drops(void)
     for (int i = 0; i < st.num_edges; i++) CHECK_EQ_INT(st.edges[i].policy, PF_EDGE_LATEST_ONLY);
     pf_pipeline_destroy(&p);
     rec_fini(&r);
+    rec_fini(&pre);
 }
 
 static void test_transfer_per_input_edge(void)

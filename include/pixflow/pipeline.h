@@ -507,7 +507,9 @@ typedef struct pf_clock {
 
 typedef enum pf_pipeline_mode {
     PF_MODE_CUSTOM = 0,        /* every edge and batcher as configured */
-    PF_MODE_LATENCY = 1,       /* batch 1, edges capacity <= 2, latest_only after sources */
+    PF_MODE_LATENCY = 1,       /* batch 1, edges capacity <= 2, latest_only after sources
+                                  and into stages with several inputs (the freshest
+                                  frame per stream; drops counted per stream) */
     PF_MODE_THROUGHPUT = 2     /* edges block; configured batches kept */
 } pf_pipeline_mode;
 

@@ -516,7 +516,9 @@ void pl_apply_mode_edge(pf_pipeline *p, pl_edge *e)
 {
     {
         if (p->mode == PF_MODE_LATENCY) {
-            if (e->from->d.source) {
+            /* The freshest frame per stream: after a source, and into a
+             * stage with several inputs (a muxer: one edge per stream). */
+            if (e->from->d.source || e->to->nin > 1) {
                 e->params.policy = PF_EDGE_LATEST_ONLY;
                 e->params.capacity = 1;
             } else if (e->params.capacity > 2) {
