@@ -13,7 +13,8 @@
  * id with an unmapped stream dropped and counted, and `unmapped: error`;
  * latency mode keeps the freshest frame per stream and counts each
  * stream's drops; per-stream statistics, table and JSON; ordered threads
- * behind a fan-in; a transfer inserted per input edge; the examples/multistream.yaml pipeline (YAML `inputs:`,
+ * behind a fan-in; a transfer inserted per input edge; 16 streams into a
+ * 3-worker ordered muxer with 4 joining while running; the examples/multistream.yaml pipeline (YAML `inputs:`,
  * mux and demux) when YAML support is built. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -698,6 +699,61 @@ static void test_transfer_per_input_edge(void)
     rec_fini(&out);
 }
 
+static void test_many_streams_threads(void)
+{
+    /* 16 streams into a 3-worker muxer (ordered, batch 5, 100 us), four of
+     * them joining while it runs, one at a time: every frame arrives once,
+     * in order within its stream. */
+    pf_pipeline *p = new_pipeline("many", PF_MODE_CUSTOM);
+    REQUIRE(p);
+    rec r, out;
+    rec_init(&r, 0);
+    rec_init(&out, 0);
+    pf_stage_desc d = pf_stage_desc_default();
+    d.name = "mux";
+    d.process = rec_process;
+    d.user = &r;
+    d.threads = 3;
+    d.ordered = true;
+    d.batch.max_batch = 5;
+    d.batch.max_delay_us = 100;
+    pf_stage *mux = NULL;
+    CHECK_OK(pf_pipeline_add_stage(p, &d, &mux));
+    pf_stage *sink = add_rec(p, "sink", &out, 1, 0);
+    REQUIRE(mux && sink);
+    connect(p, mux, sink, 8, PF_EDGE_BLOCK);
+    for (int k = 0; k < 12; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "cam%d", k);
+        connect(p, add_cam(p, name, k, 100 + 10 * k, k % 3 ? 0 : 3000), mux, 1 + k % 4,
+                PF_EDGE_BLOCK);
+    }
+    CHECK_OK(pf_pipeline_start(p));
+    for (int k = 12; k < 16; k++) {
+        sleep_us(5000);
+        char name[16];
+        snprintf(name, sizeof name, "cam%d", k);
+        pf_stage *cam = add_cam(p, name, k, 100 + 10 * k, 0);
+        REQUIRE(cam);
+        connect(p, cam, mux, 2, PF_EDGE_BLOCK);
+        CHECK_OK(pf_pipeline_start_added(p));
+    }
+    CHECK_OK(pf_pipeline_wait(p, 60 * 1000000));
+    int64_t total = 0;
+    for (int k = 0; k < 16; k++) {
+        CHECK(stream_in_order(&out, k, 100 + 10 * k));
+        total += 100 + 10 * k;
+    }
+    CHECK_EQ_INT(out.n, total);
+    pf_pipeline_stats st;
+    CHECK_OK(pf_pipeline_get_stats(p, &st));
+    CHECK_EQ_INT(st.num_streams, 16);
+    CHECK_EQ_INT(st.items_completed, total);
+    pf_pipeline_destroy(&p);
+    rec_fini(&r);
+    rec_fini(&out);
+}
+
 static void test_example_yaml(void)
 {
     const char *dir = getenv("PF_SOURCE_DIR");
@@ -738,6 +794,7 @@ int main(void)
     PF_RUN(test_demux_routing);
     PF_RUN(test_latency_mode_per_stream_drops);
     PF_RUN(test_transfer_per_input_edge);
+    PF_RUN(test_many_streams_threads);
     PF_RUN(test_example_yaml);
     return pf_test_finish();
 }
