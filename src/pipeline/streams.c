@@ -184,6 +184,6 @@ int pl_streams_snapshot(pl_streams *s, pf_stream_stats **arr, int *cap, int64_t 
         o->e2e_p50_us = pf_histogram_quantile(r->e2e, 0.50) / 1e3;
         o->e2e_p99_us = pf_histogram_quantile(r->e2e, 0.99) / 1e3;
     }
-    qsort(*arr, (size_t)n, sizeof **arr, cmp_source);
+    if (n > 1) qsort(*arr, (size_t)n, sizeof **arr, cmp_source);
     return n;
 }
