@@ -22,9 +22,10 @@
  * recording costs), the trace file's bytes and events per item, and
  * whether any event was dropped.
  *
- * Fan-in: the same items from 8 sources (each its own stream) into one
- * empty stage, with batching off and as a muxer (batch 8, no delay), next
- * to 1 source into one stage (the 1-stage chain): items/s through the
+ * Fan-in: the same items from 2 and 8 sources (each its own stream) into
+ * one empty stage, with batching off and (8 sources) as a muxer (batch 8,
+ * no delay), next to 1 source into one stage (the 1-stage chain): wall and
+ * CPU time per item, items/s through the
  * consumer, and per item what the fan-in adds (the consumer scans 8 edges,
  * every producer signals one notifier). Median of 5 runs, untraced.
  *
@@ -118,8 +119,9 @@ static long long trace_meta(const char *path, const char *key)
 }
 
 /* One untraced run of n items from `nsrc` sources (n / nsrc each) into one
- * empty stage batching `batch`; returns the run's seconds, < 0 on failure. */
-static double run_fanin(int nsrc, int64_t n, int batch, pf_buffer *buf)
+ * empty stage batching `batch`; returns the run's seconds, < 0 on failure;
+ * *cpu_s the process's CPU time over the run. */
+static double run_fanin(int nsrc, int64_t n, int batch, pf_buffer *buf, double *cpu_s)
 {
     pf_pipeline_params pp = pf_pipeline_params_default();
     pp.name = "fanin";
@@ -147,9 +149,11 @@ static double run_fanin(int nsrc, int64_t n, int batch, pf_buffer *buf)
     }
     int64_t t0 = 0, t1 = 0;
     if (rc == 0) {
+        double c0 = cpu_seconds();
         t0 = pf_time_ns();
         if (pf_pipeline_start(p) != PF_OK || pf_pipeline_wait(p, PF_WAIT_FOREVER) != PF_OK) rc = -1;
         t1 = pf_time_ns();
+        *cpu_s = cpu_seconds() - c0;
     }
     pf_pipeline_destroy(&p);
     return rc == 0 ? (t1 - t0) / 1e9 : -1;
@@ -274,15 +278,16 @@ int main(int argc, char **argv)
         bytes_item[c] = (double)r.bytes / a.iters;
         events_item[c] = (double)r.events / a.iters;
     }
-    /* fan-in: 1 source (baseline), 8 sources, 8 sources batched by 8 */
-    enum { NF = 3 };
-    const int fan_src[NF] = {1, 8, 8}, fan_batch[NF] = {1, 1, 8};
-    double fan_us[NF];
+    /* fan-in: 1 source (baseline), 2 and 8 sources, 8 sources batched by 8 */
+    enum { NF = 4 };
+    const int fan_src[NF] = {1, 2, 8, 8}, fan_batch[NF] = {1, 1, 1, 8};
+    double fan_us[NF], fan_cpu[NF];
     for (int c = 0; c < NF; c++) {
-        double w[RUNS];
+        double w[RUNS], cw[RUNS];
         for (int k = 0; k < RUNS; k++)
-            if ((w[k] = run_fanin(fan_src[c], a.iters, fan_batch[c], buf)) < 0) goto fail;
+            if ((w[k] = run_fanin(fan_src[c], a.iters, fan_batch[c], buf, &cw[k])) < 0) goto fail;
         fan_us[c] = bench_median(w, RUNS) * 1e6 / a.iters;
+        fan_cpu[c] = bench_median(cw, RUNS) * 1e6 / a.iters;
     }
     pf_buffer_unref(&buf);
     remove(path);
@@ -305,8 +310,9 @@ int main(int argc, char **argv)
                    events_item[c], dropped[c], start_ms[c], start_off_ms[c], write_ms[c]);
         printf("],\"fanin\":[");
         for (int c = 0; c < NF; c++)
-            printf("%s{\"sources\":%d,\"batch\":%d,\"us_per_item\":%.4f,\"items_per_s\":%.0f}",
-                   c ? "," : "", fan_src[c], fan_batch[c], fan_us[c], 1e6 / fan_us[c]);
+            printf("%s{\"sources\":%d,\"batch\":%d,\"us_per_item\":%.4f,\"items_per_s\":%.0f,"
+                   "\"cpu_us_per_item\":%.4f}",
+                   c ? "," : "", fan_src[c], fan_batch[c], fan_us[c], 1e6 / fan_us[c], fan_cpu[c]);
         printf("]}\n");
     } else {
         printf("pipeline runtime overhead: empty stages, BLOCK edges of capacity 64, %d items, "
@@ -337,10 +343,11 @@ int main(int argc, char **argv)
                start_off_ms[NC - 1]);
         printf("\nfan-in: N sources (own streams, edges of capacity 64) into one empty stage, "
                "untraced\n");
-        printf("%8s %8s %14s %14s %14s\n", "sources", "batch", "us/item", "items/s", "vs 1 source");
+        printf("%8s %8s %14s %14s %14s %14s\n", "sources", "batch", "us/item", "items/s",
+               "vs 1 source", "CPU us/item");
         for (int c = 0; c < NF; c++)
-            printf("%8d %8d %14.3f %14.0f %13.2fx\n", fan_src[c], fan_batch[c], fan_us[c],
-                   1e6 / fan_us[c], fan_us[0] / fan_us[c]);
+            printf("%8d %8d %14.3f %14.0f %13.2fx %14.3f\n", fan_src[c], fan_batch[c], fan_us[c],
+                   1e6 / fan_us[c], fan_us[0] / fan_us[c], fan_cpu[c]);
         if (cores < 10)
             printf("note: %d cores for up to 9 threads: hand-offs include context switches\n",
                    cores);
