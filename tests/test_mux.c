@@ -8,7 +8,9 @@
  * stalled, not before the timeout); drain when every source has ended (a
  * long timeout never holds the last items back); a source that ends early
  * leaves while the others go on; a source joining a running mux (and the
- * refusals: output of a running stage, after the mux's input ended);
+ * refusals: output of a running stage, after the mux's input ended); a
+ * failing source that leaves (source_errors_leave, YAML on_error) while
+ * the others finish;
  * cancel and a failing stage with several inputs; demux routing by source
  * id with an unmapped stream dropped and counted, and `unmapped: error`;
  * latency mode keeps the freshest frame per stream and counts each
@@ -22,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/error.h"
 #include "device/backend.h"
 #include "pipeline/pipeline_impl.h"
 #include "pf_test.h"
@@ -539,6 +542,88 @@ static void test_cancel_and_error_with_inputs(void)
     pf_pipeline_destroy(&p);
 }
 
+/* A source that makes `n` tensors of source id `source`, then fails. */
+typedef struct failing_src {
+    int32_t source;
+    int n, made;
+    pf_buffer *buf;
+} failing_src;
+
+static pf_status failing_source(void *user, pf_stage_ctx *ctx, pf_item *out)
+{
+    (void)ctx;
+    failing_src *s = user;
+    if (s->made == s->n) return pf_set_error(PF_ERR_IO, "camera %d: connection lost", s->source);
+    int64_t shape[1] = {4};
+    out->source = s->source;
+    out->seq = s->made++;
+    return pf_tensor_wrap(&out->tensor, s->buf, 0, PF_DTYPE_U8, 1, shape, NULL, PF_LAYOUT_NONE);
+}
+
+static void test_failing_source_leaves(void)
+{
+    /* With source_errors_leave a failing source's stream ends; the others
+     * go on to their end and the run succeeds. Without it the run stops. */
+    pf_buffer *buf = NULL;
+    REQUIRE(pf_buffer_alloc_host(64, &buf) == PF_OK);
+    for (int leave = 1; leave >= 0; leave--) {
+        pf_pipeline *p = new_pipeline("flaky", PF_MODE_CUSTOM);
+        REQUIRE(p);
+        rec r;
+        rec_init(&r, 0);
+        pf_stage *mux = add_rec(p, "mux", &r, 4, 1000);
+        /* first: a source id 0 left to the runtime is the ordinal (pipeline.h) */
+        connect(p, add_cam(p, "cam0", 0, 200, 2000), mux, 4, PF_EDGE_BLOCK);
+        failing_src fs = {7, 5, 0, buf};
+        pf_stage_desc d = pf_stage_desc_default();
+        d.name = "flaky";
+        d.source = failing_source;
+        d.user = &fs;
+        d.source_errors_leave = leave;
+        pf_stage *fl = NULL;
+        CHECK_OK(pf_pipeline_add_stage(p, &d, &fl));
+        connect(p, fl, mux, 4, PF_EDGE_BLOCK);
+        CHECK_OK(pf_pipeline_start(p));
+        pf_status st = pf_pipeline_wait(p, 30 * 1000000);
+        if (leave) {
+            CHECK_OK(st);
+            CHECK(stream_in_order(&r, 7, 5));
+            CHECK(stream_in_order(&r, 0, 200));
+            pf_pipeline_stats ps;
+            CHECK_OK(pf_pipeline_get_stats(p, &ps));
+            const pf_stage_stats *fss = find_stage(&ps, "flaky");
+            CHECK(fss && fss->errors == 1);
+        } else {
+            CHECK_EQ_INT(st, PF_ERR_IO);
+            CHECK(strstr(pf_last_error(), "camera 7: connection lost") != NULL);
+        }
+        pf_pipeline_destroy(&p);
+        rec_fini(&r);
+    }
+    pf_buffer_unref(&buf);
+
+    /* YAML: on_error is for sources, stop|leave */
+    const char *bad[] = {
+        "stages:\n  - {name: c, type: source.synthetic, on_error: retry}\n"
+        "  - {name: o, type: sink.null}\n",
+        "stages:\n  - {name: c, type: source.synthetic}\n"
+        "  - {name: o, type: sink.null, on_error: leave}\n"};
+    const char *want[] = {"on_error 'retry': expected stop|leave",
+                          "'on_error' applies to sources only"};
+    for (int i = 0; i < 2; i++) {
+        pf_pipeline_yaml_params yp = pf_pipeline_yaml_params_default();
+        yp.path = "t.yaml";
+        yp.text = bad[i];
+        yp.text_len = strlen(bad[i]);
+        pf_pipeline *p = NULL;
+        pf_status st = pf_pipeline_create_from_yaml(&yp, &p);
+        if (st == PF_ERR_UNSUPPORTED) break;
+        CHECK_EQ_INT(st, PF_ERR_FORMAT);
+        CHECK(strstr(pf_last_error(), want[i]) != NULL);
+        if (!strstr(pf_last_error(), want[i])) printf("  got: %s\n", pf_last_error());
+    }
+}
+
 static void test_demux_routing(void)
 {
     /* streams 0..2 routed by name and index; stream 3 has no route */
@@ -860,6 +945,7 @@ int main(void)
     PF_RUN(test_drain_and_leave);
     PF_RUN(test_join_while_running);
     PF_RUN(test_cancel_and_error_with_inputs);
+    PF_RUN(test_failing_source_leaves);
     PF_RUN(test_demux_routing);
     PF_RUN(test_latency_mode_per_stream_drops);
     PF_RUN(test_transfer_per_input_edge);

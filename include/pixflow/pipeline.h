@@ -243,6 +243,13 @@ typedef struct pf_stage_desc {
     pf_batch_params batch;      /* default no batching */
     double fps;                 /* sources: pace at this rate; 0 = as fast as possible */
     int64_t max_items;          /* sources: stop after this many; 0 = until PF_EOF */
+    bool source_errors_leave;   /* sources: an error from the source function ends
+                                   this source only (its stream leaves as at PF_EOF;
+                                   logged, counted in its stage's errors) instead of
+                                   stopping the pipeline. For one of many streams:
+                                   retries belong in the source (return PF_AGAIN
+                                   while reconnecting); this is what happens once
+                                   it gives up. Default false */
 } pf_stage_desc;
 
 PF_API pf_stage_desc pf_stage_desc_default(void);
@@ -666,7 +673,10 @@ typedef struct pf_pipeline_stats {
 
 /* A consistent snapshot; callable while running (thread-safe). */
 PF_API pf_status pf_pipeline_get_stats(pf_pipeline *p, pf_pipeline_stats *out);
-/* The table printed at the end of a run; JSON with the same content. */
+/* The table printed at the end of a run (a per-stream table follows the
+ * stages when there are several streams); JSON with the same content
+ * ("streams": one object per source id with items_in, items_out, dropped,
+ * fps and e2e_us p50/p99; each stage also has "dropped"). */
 PF_API pf_status pf_pipeline_print_stats(pf_pipeline *p, FILE *f);
 PF_API pf_status pf_pipeline_write_stats_json(pf_pipeline *p, FILE *f);
 

@@ -492,6 +492,14 @@ static void source_loop(pf_stage_ctx *ctx)
             int64_t seq = s->next_seq;
             pf_mutex_unlock(&s->src_mu);
             if (st == PF_EOF) break;
+            if (st < 0 && s->d.source_errors_leave && !stopping(p)) {
+                /* One stream's failure is not the pipeline's: it leaves, the
+                 * others go on (counted and logged, not the run's status). */
+                add64(&s->errors, 1);
+                PF_LOGW("pipeline '%s': source %s (stream %d) failed and leaves: %s", p->name,
+                        s->name, (int)s->source_ordinal, detail);
+                break;
+            }
             if (st < 0) {
                 fail_item(ctx, st, detail, s->source_ordinal, seq, 1);
                 break;

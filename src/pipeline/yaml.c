@@ -85,6 +85,7 @@ typedef struct ystage {
     int nparams;
     int input;                 /* an edge feeding it (the last listed), or -1 */
     yaml_node_t *inputs;       /* `inputs:` (a name or a list of names), or NULL */
+    bool errors_leave;         /* on_error: leave (sources) */
     int noutputs;
 } ystage;
 
@@ -238,7 +239,8 @@ static pf_status expect(const yl *y, const yaml_node_t *n, yaml_node_type_t t, c
 /* Stages -------------------------------------------------------------------------------- */
 
 static const char *const stage_keys =
-    "name, type, device, threads, ordered, batch, inputs, fps, count, or the type's parameters";
+    "name, type, device, threads, ordered, batch, inputs, fps, count, on_error, or the type's "
+    "parameters";
 
 static pf_status add_param(yl *y, ystage *s, const char *key, yaml_node_t *kn, yaml_node_t *vn)
 {
@@ -332,7 +334,7 @@ static pf_status parse_stage(yl *y, ystage *s, yaml_node_t *n)
     memset(s, 0, sizeof *s);
     s->line = line_of(n);
     s->input = -1;
-    yaml_node_t *fps_k = NULL, *fps_v = NULL, *count_k = NULL, *count_v = NULL;
+    yaml_node_t *fps_k = NULL, *fps_v = NULL, *count_k = NULL, *count_v = NULL, *on_error_k = NULL;
     const char *fps_key = NULL, *count_key = NULL;
     pair_iter it = {y, n, n->data.mapping.pairs.start};
     for (;;) {
@@ -357,6 +359,15 @@ static pf_status parse_stage(yl *y, ystage *s, yaml_node_t *n)
             st = parse_batch(y, s, v);
         } else if (!strcmp(key, "inputs")) {
             s->inputs = v; /* names resolved once every stage is known */
+        } else if (!strcmp(key, "on_error")) {
+            const char *how;
+            st = nonempty(y, v, "on_error", &how);
+            if (st == PF_OK && strcmp(how, "stop") && strcmp(how, "leave"))
+                st = yl_error(y, line_of(v), PF_ERR_FORMAT,
+                              "stage '%s': on_error '%s': expected stop|leave",
+                              s->name ? s->name : "?", how);
+            s->errors_leave = st == PF_OK && !strcmp(how, "leave");
+            on_error_k = kn;
         } else if (!strcmp(key, "fps")) {
             fps_key = key, fps_k = kn, fps_v = v;
         } else if (!strcmp(key, "count")) {
@@ -383,6 +394,9 @@ static pf_status parse_stage(yl *y, ystage *s, yaml_node_t *n)
         return yl_error(y, s->type_line, PF_ERR_FORMAT,
                         "stage '%s': unknown stage type '%s' (known: %s)", s->name, s->type, list);
     }
+    if (on_error_k && s->kind != PF_BUILTIN_SOURCE)
+        return yl_error(y, line_of(on_error_k), PF_ERR_FORMAT,
+                        "stage '%s': 'on_error' applies to sources only", s->name);
     /* Pacing and length belong to sources; a source type takes them as
      * parameters (so a C user sets them the same way). */
     const char *gk[2] = {fps_key, count_key};
@@ -822,6 +836,7 @@ static pf_status build(yl *y, const pf_pipeline_yaml_params *prm, pf_pipeline **
             d.batch.max_delay_us = s->batch_delay;
         }
         if (s->kind == PF_BUILTIN_SOURCE && prm->count > 0) d.max_items = prm->count;
+        d.source_errors_leave = s->errors_leave;
         st = pf_pipeline_add_stage(p, &d, &handles[i]);
         if (st != PF_OK) {
             char msg[768];
