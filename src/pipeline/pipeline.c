@@ -295,7 +295,7 @@ pf_status pf_pipeline_add_stage(pf_pipeline *p, const pf_stage_desc *d, pf_stage
  * (replacing that one: a transfer stands in between) or, with slot < 0, its
  * next input. Caller holds p->mu; to->in_mu too when `to` runs. */
 pf_status pl_edge_new(pf_pipeline *p, pf_stage *from, pf_stage *to, const pf_edge_params *ep,
-                          int slot, const char *fn, pl_edge **out)
+                      int slot, const char *fn, pl_edge **out)
 {
     if (slot < 0 && to->nin == to->cap_in) {
         int cap = to->cap_in ? to->cap_in * 2 : 2;
@@ -343,19 +343,32 @@ pf_status pl_edge_new(pf_pipeline *p, pf_stage *from, pf_stage *to, const pf_edg
     return PF_OK;
 }
 
-/* Whether `target` is `s` or upstream of it (depth-first over the inputs;
- * depth bounds the walk, the graph being acyclic so far). */
-static bool reaches(const pf_stage *s, const pf_stage *target, int depth)
+/* Whether `target` is `s` or upstream of it: depth-first over the inputs,
+ * each stage visited once (seen[] by stage index), so diamonds cost no
+ * more than the edges; the depth is at most the stage count (acyclic). */
+static bool reaches_seen(const pf_stage *s, const pf_stage *target, bool *seen)
 {
     if (s == target) return true;
-    if (depth <= 0) return false;
+    if (seen[s->index]) return false;
+    seen[s->index] = true;
     for (int i = 0; i < s->nin; i++)
-        if (reaches(s->in[i]->from, target, depth - 1)) return true;
+        if (reaches_seen(s->in[i]->from, target, seen)) return true;
     return false;
 }
 
+/* reaches_seen with a fresh visit set; -1 when out of memory. */
+static int reaches(const pf_pipeline *p, const pf_stage *s, const pf_stage *target)
+{
+    bool *seen = calloc((size_t)p->nstages + 1, sizeof *seen);
+    if (!seen) return -1;
+    int r = reaches_seen(s, target, seen);
+    free(seen);
+    return r;
+}
+
 /* "target -> ... -> s": one path up from s to target (reaches() is true). */
-static void upstream_path(const pf_stage *s, const pf_stage *target, char *buf, size_t n)
+static void upstream_path(const pf_pipeline *p, const pf_stage *s, const pf_stage *target,
+                          char *buf, size_t n)
 {
     const pf_stage *chain[64];
     int len = 0;
@@ -365,7 +378,7 @@ static void upstream_path(const pf_stage *s, const pf_stage *target, char *buf, 
         if (cur == target) break;
         const pf_stage *next = NULL;
         for (int i = 0; i < cur->nin && !next; i++)
-            if (reaches(cur->in[i]->from, target, 64)) next = cur->in[i]->from;
+            if (reaches(p, cur->in[i]->from, target) == 1) next = cur->in[i]->from;
         if (!next) break;
         cur = next;
     }
@@ -404,9 +417,11 @@ pf_status pf_pipeline_connect(pf_pipeline *p, pf_stage *from, pf_stage *to,
     if (to->d.source)
         return pf_set_error(PF_ERR_INVALID, "%s: %s -> %s: '%s' is a source and takes no input",
                             fn, from->name, to->name, to->name);
-    if (reaches(from, to, p->nstages + 1)) {
+    int cyc = reaches(p, from, to);
+    if (cyc < 0) return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", fn);
+    if (cyc) {
         char path[512];
-        upstream_path(from, to, path, sizeof path);
+        upstream_path(p, from, to, path, sizeof path);
         return pf_set_error(PF_ERR_INVALID, "%s: %s -> %s would close a cycle: %s -> %s", fn,
                             from->name, to->name, path, to->name);
     }
