@@ -86,8 +86,8 @@ static pf_status rec_process(void *user, pf_stage_ctx *ctx, pf_item *items, int 
     return st;
 }
 
-static pf_stage *add_rec(pf_pipeline *p, const char *name, rec *r, int max_batch,
-                         int64_t delay_us)
+/* A recording stage's description (batching max_batch / delay_us). */
+static pf_stage_desc rec_desc(const char *name, rec *r, int max_batch, int64_t delay_us)
 {
     pf_stage_desc d = pf_stage_desc_default();
     d.name = name;
@@ -95,6 +95,13 @@ static pf_stage *add_rec(pf_pipeline *p, const char *name, rec *r, int max_batch
     d.user = r;
     d.batch.max_batch = max_batch;
     d.batch.max_delay_us = delay_us;
+    return d;
+}
+
+static pf_stage *add_rec(pf_pipeline *p, const char *name, rec *r, int max_batch,
+                         int64_t delay_us)
+{
+    pf_stage_desc d = rec_desc(name, r, max_batch, delay_us);
     pf_stage *s = NULL;
     CHECK_OK(pf_pipeline_add_stage(p, &d, &s));
     return s;
@@ -190,11 +197,7 @@ static pf_pipeline *fairness_pipeline(int threads, int64_t slow, int64_t flood, 
 {
     pf_pipeline *p = new_pipeline("fair", PF_MODE_CUSTOM);
     if (!p) return NULL;
-    pf_stage_desc d = pf_stage_desc_default();
-    d.name = "mux";
-    d.process = rec_process;
-    d.user = r;
-    d.batch.max_batch = 4;
+    pf_stage_desc d = rec_desc("mux", r, 4, 0);
     d.threads = threads;
     d.ordered = true; /* ordered workers behind a fan-in keep each stream's order */
     pf_stage *mux = NULL;
@@ -764,14 +767,9 @@ static void test_transfer_per_input_edge(void)
     rec r, out;
     rec_init(&r, 0);
     rec_init(&out, 0);
-    pf_stage_desc d = pf_stage_desc_default();
-    d.name = "mux";
-    d.process = rec_process;
-    d.user = &r;
+    pf_stage_desc d = rec_desc("mux", &r, 4, 1000);
     d.device = pf_cpu_device();
     d.accepts = d.produces = PF_MEM_DEVICE;
-    d.batch.max_batch = 4;
-    d.batch.max_delay_us = 1000;
     pf_stage *mux = NULL, *sink = NULL;
     CHECK_OK(pf_pipeline_add_stage(p, &d, &mux));
     d.name = "sink";
@@ -814,14 +812,9 @@ static void test_many_streams_threads(void)
     rec r, out;
     rec_init(&r, 0);
     rec_init(&out, 0);
-    pf_stage_desc d = pf_stage_desc_default();
-    d.name = "mux";
-    d.process = rec_process;
-    d.user = &r;
+    pf_stage_desc d = rec_desc("mux", &r, 5, 100);
     d.threads = 3;
     d.ordered = true;
-    d.batch.max_batch = 5;
-    d.batch.max_delay_us = 100;
     pf_stage *mux = NULL;
     CHECK_OK(pf_pipeline_add_stage(p, &d, &mux));
     pf_stage *sink = add_rec(p, "sink", &out, 1, 0);
