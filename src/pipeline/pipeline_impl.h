@@ -76,6 +76,8 @@ struct pf_stage_ctx {
     bool in_call;              /* inside source/process (emit allowed) */
     pf_allocator *alloc[3];    /* pf_stage_allocator() per domain, cached */
     pf_item *batch;            /* max_batch items being handed to process */
+    pf_item *drain;            /* batching stages: batch_cap items moved from the
+                                  input edges to the batcher in one pass */
     int32_t *m_source;         /* (source, seq, t_source) of the batch, kept */
     int64_t *m_seq, *m_tsrc;   /* because process owns the items */
     /* GPU stages */

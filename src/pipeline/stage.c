@@ -7,11 +7,12 @@
  * falls more than a period behind it skips the missed ticks instead of
  * bursting), calls the source, fills seq/source/t_source_ns, and emits.
  *
- * A process worker pops one item (no batching) or forms a batch through the
- * batcher, which it shares with the stage's other workers under in_mu: it
- * moves what the edge holds into the batcher without blocking, takes a batch
- * when the batcher says so, and otherwise waits on the edge until the
- * batcher's deadline.
+ * A process worker takes one item (no batching) or forms a batch through the
+ * batcher, which it shares with the stage's other workers under in_mu, from
+ * the stage's input edges (one or several: fanin.c): it moves what the edges
+ * hold into the batcher without blocking, takes a batch when the batcher
+ * says so, and otherwise sleeps on the stage's notifier (any input edge
+ * changing wakes it) until the batcher's deadline.
  *
  * Ordered stages (threads > 1, `ordered`): each batch gets a ticket when it is
  * taken from the input (under in_mu, so tickets follow input order). A worker
@@ -576,17 +577,16 @@ static pf_status acquire_batch(pf_stage_ctx *ctx, int *n)
         }
         uint64_t seen = pf_edge_notify_gen(&s->notify);
         /* Everything already queued joins the batcher (fairness needs to
-         * see it), up to the batcher's capacity, a share per edge. */
+         * see it), up to the batcher's capacity, a share of the room per
+         * edge. In one pass: each edge gives what it has at once, so a
+         * producer blocked on a full edge is woken once per pass, not once
+         * per item. */
         int room = s->batch_cap - pf_batcher_count(b);
         int64_t now = pl_now(p);
-        while (room > 0 && !s->in_eos) {
-            int want = room < s->max_batch ? room : s->max_batch;
-            int k = pl_fanin_drain(s, ctx->batch, want);
-            if (k < 0) break;
+        if (room > 0 && !s->in_eos) {
+            int k = pl_fanin_drain(s, ctx->drain, room);
             for (int i = 0; i < k; i++)
-                if (pf_batcher_add(b, &ctx->batch[i], now) != PF_OK) pf_item_unref(&ctx->batch[i]);
-            room -= k;
-            if (k < want) break;
+                if (pf_batcher_add(b, &ctx->drain[i], now) != PF_OK) pf_item_unref(&ctx->drain[i]);
         }
         if (stopping(p)) {
             res = PF_ERR_CANCELLED;
@@ -800,6 +800,8 @@ pf_status pl_stage_prepare(pf_stage *s)
         c->index = k;
         c->ticket = -1;
         c->batch = calloc((size_t)mb, sizeof *c->batch);
+        if (s->batcher && !(c->drain = calloc((size_t)s->batch_cap, sizeof *c->drain)))
+            return pf_set_error(PF_ERR_NOMEM, "pf_pipeline_start: out of host memory");
         c->m_source = calloc((size_t)mb, sizeof *c->m_source);
         c->m_seq = calloc((size_t)mb, sizeof *c->m_seq);
         c->m_tsrc = calloc((size_t)mb, sizeof *c->m_tsrc);
@@ -864,6 +866,7 @@ void pl_stage_release(pf_stage *s)
         free(c->gspan_seq);
         pf_stream_destroy(&c->stream);
         free(c->batch);
+        free(c->drain);
         free(c->m_source);
         free(c->m_seq);
         free(c->m_tsrc);
