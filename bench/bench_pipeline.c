@@ -22,6 +22,13 @@
  * recording costs), the trace file's bytes and events per item, and
  * whether any event was dropped.
  *
+ * Fan-in: the same items from 2 and 8 sources (each its own stream) into
+ * one empty stage, with batching off and (8 sources) as a muxer (batch 8,
+ * no delay), next to 1 source into one stage (the 1-stage chain): wall and
+ * CPU time per item, items/s through the
+ * consumer, and per item what the fan-in adds (the consumer scans 8 edges,
+ * every producer signals one notifier). Median of 5 runs, untraced.
+ *
  * Every stage is a thread: with fewer cores than stages + 1 the threads take
  * turns and hand-offs include context switches, so run it on a machine with
  * enough cores for the numbers that matter. --device is accepted for the
@@ -109,6 +116,47 @@ static long long trace_meta(const char *path, const char *key)
     const char *at = strstr(tail, pat);
     if (at) v = strtoll(at + strlen(pat), NULL, 10);
     return v;
+}
+
+/* One untraced run of n items from `nsrc` sources (n / nsrc each) into one
+ * empty stage batching `batch`; returns the run's seconds, < 0 on failure;
+ * *cpu_s the process's CPU time over the run. */
+static double run_fanin(int nsrc, int64_t n, int batch, pf_buffer *buf, double *cpu_s)
+{
+    pf_pipeline_params pp = pf_pipeline_params_default();
+    pp.name = "fanin";
+    pf_pipeline *p = NULL;
+    if (pf_pipeline_create(&pp, &p) != PF_OK) return -1;
+    src_state src[8];
+    pf_stage_desc d = pf_stage_desc_default();
+    d.name = "mux";
+    d.process = drop;
+    d.batch.max_batch = batch;
+    pf_stage *mux = NULL, *s = NULL;
+    int rc = pf_pipeline_add_stage(p, &d, &mux) == PF_OK ? 0 : -1;
+    pf_edge_params ep = pf_edge_params_default();
+    ep.capacity = 64;
+    for (int k = 0; k < nsrc && rc == 0; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "src%d", k);
+        src[k] = (src_state){buf, n / nsrc + (k < n % nsrc), 0};
+        d = pf_stage_desc_default();
+        d.name = name;
+        d.source = source;
+        d.user = &src[k];
+        if (pf_pipeline_add_stage(p, &d, &s) != PF_OK || pf_pipeline_connect(p, s, mux, &ep) != PF_OK)
+            rc = -1;
+    }
+    int64_t t0 = 0, t1 = 0;
+    if (rc == 0) {
+        double c0 = cpu_seconds();
+        t0 = pf_time_ns();
+        if (pf_pipeline_start(p) != PF_OK || pf_pipeline_wait(p, PF_WAIT_FOREVER) != PF_OK) rc = -1;
+        t1 = pf_time_ns();
+        *cpu_s = cpu_seconds() - c0;
+    }
+    pf_pipeline_destroy(&p);
+    return rc == 0 ? (t1 - t0) / 1e9 : -1;
 }
 
 /* One run of n items through `stages` empty stages; traced to trace_path
@@ -230,6 +278,17 @@ int main(int argc, char **argv)
         bytes_item[c] = (double)r.bytes / a.iters;
         events_item[c] = (double)r.events / a.iters;
     }
+    /* fan-in: 1 source (baseline), 2 and 8 sources, 8 sources batched by 8 */
+    enum { NF = 4 };
+    const int fan_src[NF] = {1, 2, 8, 8}, fan_batch[NF] = {1, 1, 1, 8};
+    double fan_us[NF], fan_cpu[NF];
+    for (int c = 0; c < NF; c++) {
+        double w[RUNS], cw[RUNS];
+        for (int k = 0; k < RUNS; k++)
+            if ((w[k] = run_fanin(fan_src[c], a.iters, fan_batch[c], buf, &cw[k])) < 0) goto fail;
+        fan_us[c] = bench_median(w, RUNS) * 1e6 / a.iters;
+        fan_cpu[c] = bench_median(cw, RUNS) * 1e6 / a.iters;
+    }
     pf_buffer_unref(&buf);
     remove(path);
     int cores = pf_cpu_count();
@@ -249,6 +308,11 @@ int main(int argc, char **argv)
                    cpu_off[c], on_us[c], on_us[c] - off_us[c], cpu_on[c], cpu_on[c] - cpu_off[c],
                    (cpu_on[c] - cpu_off[c]) / (chains[c] + 1), chains[c] + 1, bytes_item[c],
                    events_item[c], dropped[c], start_ms[c], start_off_ms[c], write_ms[c]);
+        printf("],\"fanin\":[");
+        for (int c = 0; c < NF; c++)
+            printf("%s{\"sources\":%d,\"batch\":%d,\"us_per_item\":%.4f,\"items_per_s\":%.0f,"
+                   "\"cpu_us_per_item\":%.4f}",
+                   c ? "," : "", fan_src[c], fan_batch[c], fan_us[c], 1e6 / fan_us[c], fan_cpu[c]);
         printf("]}\n");
     } else {
         printf("pipeline runtime overhead: empty stages, BLOCK edges of capacity 64, %d items, "
@@ -277,8 +341,15 @@ int main(int argc, char **argv)
                "pf_pipeline_start with tracing (untraced %.1f ms): mostly the trace buffer, "
                "sized to the run. write: the file, at destroy\n",
                start_off_ms[NC - 1]);
-        if (cores < 6)
-            printf("note: %d cores for up to 5 threads: hand-offs include context switches\n",
+        printf("\nfan-in: N sources (own streams, edges of capacity 64) into one empty stage, "
+               "untraced\n");
+        printf("%8s %8s %14s %14s %14s %14s\n", "sources", "batch", "us/item", "items/s",
+               "vs 1 source", "CPU us/item");
+        for (int c = 0; c < NF; c++)
+            printf("%8d %8d %14.3f %14.0f %13.2fx %14.3f\n", fan_src[c], fan_batch[c], fan_us[c],
+                   1e6 / fan_us[c], fan_us[0] / fan_us[c], fan_cpu[c]);
+        if (cores < 10)
+            printf("note: %d cores for up to 9 threads: hand-offs include context switches\n",
                    cores);
     }
     return 0;

@@ -1,6 +1,8 @@
 /* Dynamic batcher (src/pipeline/batcher.c) on a fake clock (times are passed
  * in): parameter errors, a full batch forms at once, max_delay forms a
- * partial batch exactly at the deadline and not before, max_delay 0, end of
+ * partial batch exactly at the deadline and not before (the timer starting
+ * at the batch's first frame, or at the take that left a request over),
+ * max_delay 0, end of
  * stream flush, priorities, per-source round-robin fairness with a flooding
  * source and a rotating start, per-level rotation, order per source, many
  * distinct sources, capacity (PF_AGAIN, caller keeps the item), release on
@@ -161,8 +163,10 @@ static void test_timeout_partial_batch(void)
     CHECK(pf_batcher_deadline(b) == INT64_MAX);
     CHECK(!pf_batcher_ready(b, INT64_MAX, false));
 
-    /* After a take the deadline follows the oldest request still waiting,
-     * even when fairness took a younger one first. max_batch 2. */
+    /* The timeout starts at the first frame of a batch (nvstreammux's
+     * batched-push-timeout): a request left over from a take belongs to the
+     * next batch, which starts collecting at that take - not at the
+     * request's own arrival. max_batch 2. */
     pf_batcher_destroy(&b);
     b = make_batcher(2, 500, 16);
     REQUIRE(b);
@@ -174,9 +178,29 @@ static void test_timeout_partial_batch(void)
     CHECK_EQ_INT(out[0].seq, 0);
     CHECK_EQ_INT(out[1].source, 7);
     release_all(out, 2);
-    CHECK(pf_batcher_deadline(b) == 10 + 500000); /* 5/1, added at 10 */
-    CHECK(!pf_batcher_ready(b, 500009, false));
-    CHECK(pf_batcher_ready(b, 500010, false));
+    CHECK(pf_batcher_deadline(b) == 30 + 500000); /* 5/1 (added at 10), taken over at 30 */
+    CHECK(!pf_batcher_ready(b, 500010, false));
+    CHECK(!pf_batcher_ready(b, 500029, false));
+    CHECK(pf_batcher_ready(b, 500030, false));
+    /* A leftover that waited longer than the delay behind a slow consumer
+     * (taken at 2 ms, delay 0.5 ms) still gets the full delay for company. */
+    add(b, 9, 0, 0, 40);
+    CHECK_EQ_INT(pf_batcher_take(b, out, 2000000), 2); /* 5/1 and 9/0 */
+    release_all(out, 2);
+    add(b, 9, 1, 0, 2000001);
+    add(b, 9, 2, 0, 2000002);
+    add(b, 9, 3, 0, 2000003);
+    CHECK(pf_batcher_ready(b, 2100000, false));
+    CHECK_EQ_INT(pf_batcher_take(b, out, 2100000), 2); /* full, taken late */
+    release_all(out, 2);
+    CHECK(pf_batcher_deadline(b) == 2100000 + 500000); /* not 2000003 + 500000 */
+    CHECK(!pf_batcher_ready(b, 2550000, false));
+    CHECK(pf_batcher_ready(b, 2600000, false));
+    /* A request arriving after the take starts its batch's timer itself. */
+    CHECK_EQ_INT(pf_batcher_take(b, out, 2600000), 1);
+    release_all(out, 1);
+    add(b, 9, 4, 0, 2700000);
+    CHECK(pf_batcher_deadline(b) == 2700000 + 500000);
     pf_batcher_destroy(&b);
 
     /* Huge delays saturate instead of overflowing. */
@@ -483,6 +507,7 @@ typedef struct model {
     int nreq;
     int max_batch;
     int64_t delay_ns;
+    int64_t t_take;            /* last take (INT64_MIN none): a batch's timer start */
     int cursor_prio[16];
     int32_t cursor_src[16];
     int ncursor;
@@ -579,6 +604,7 @@ static void test_random_vs_model(void)
     long mismatches = 0, batches = 0;
     for (int run = 0; run < 40; run++) {
         memset(&m, 0, sizeof m);
+        m.t_take = INT64_MIN;
         m.max_batch = (int)pf_test_rand_range(1, 8);
         int64_t delay_us = pf_test_rand_range(0, 3) == 0 ? 0 : pf_test_rand_range(1, 2000);
         m.delay_ns = delay_us * 1000;
@@ -612,6 +638,7 @@ static void test_random_vs_model(void)
                 bool eos = pf_test_rand_range(0, 15) == 0;
                 int cnt = model_count(&m);
                 int64_t oldest = model_oldest(&m);
+                if (cnt && oldest < m.t_take) oldest = m.t_take; /* the batch began at the take */
                 int64_t dl = cnt ? oldest + m.delay_ns : INT64_MAX;
                 bool want = cnt > 0 && (cnt >= m.max_batch || eos || now - oldest >= m.delay_ns);
                 if (pf_batcher_deadline(b) != dl) mismatches++;
@@ -623,6 +650,7 @@ static void test_random_vs_model(void)
                     int idx[8];
                     int n = pf_batcher_take(b, out, now);
                     int mn = model_take(&m, idx);
+                    m.t_take = now;
                     batches++;
                     if (n != mn) mismatches++;
                     for (int i = 0; i < n && i < mn; i++) {

@@ -865,8 +865,8 @@ static void test_stats_bottleneck_and_batches(void)
         sink_fini(&sink);
         gate_fini(&g);
     }
-    /* max_delay: a slow trickle never fills a batch of 8, so batches leave
-     * when the oldest item has waited 2 ms */
+    /* max_delay: a slow trickle does not fill a batch of 8, so batches leave
+     * 2 ms after their first item */
     {
         int64_t n = 30;
         src_state src;
@@ -901,8 +901,11 @@ static void test_stats_bottleneck_and_batches(void)
         }
         CHECK_EQ_INT(sum, n);
         CHECK_EQ_INT(batches, bs->batches);
-        CHECK(bs->batches >= 4 && bs->batches < (uint64_t)n); /* batched, never full */
-        CHECK_EQ_INT(bs->batch_hist[8], 0);
+        CHECK(bs->batches >= 4 && bs->batches < (uint64_t)n); /* batched */
+        /* not full: 2-3 frames per 2 ms window. A full batch takes the
+         * worker being descheduled for 8 ms, which a loaded 2-core machine
+         * does now and then: a few are tolerated, a majority is a bug. */
+        CHECK(bs->batch_hist[8] * 4 <= bs->batches);
         pf_pipeline_destroy(&p);
         sink_fini(&sink);
     }
@@ -1158,9 +1161,10 @@ static void test_validation(void)
     connect(p, a, b, 4, PF_EDGE_BLOCK);
     connect(p, b, c, 4, PF_EDGE_BLOCK);
     pf_edge_params ep = pf_edge_params_default();
-    /* a second input */
-    CHECK_EQ_INT(pf_pipeline_connect(p, s, b, &ep), PF_ERR_INVALID);
-    CHECK(strstr(pf_last_error(), "src -> b: 'b' already has an input (from 'a')") != NULL);
+    /* a second input is fan-in (test_mux.c); a cycle through it is refused */
+    CHECK_OK(pf_pipeline_connect(p, s, b, &ep));
+    CHECK_EQ_INT(pf_pipeline_connect(p, c, b, &ep), PF_ERR_INVALID);
+    CHECK(strstr(pf_last_error(), "c -> b would close a cycle: b -> c -> b") != NULL);
     /* cycles: c -> a closes a -> b -> c -> a; a -> a */
     pf_stage *lone = add_pass(p, "lone", &ps, 1, false, 1, 0);
     connect(p, c, lone, 4, PF_EDGE_BLOCK);
@@ -1213,12 +1217,16 @@ static void test_validation(void)
     pf_stage *b2 = add_sink(p, "sink", &sink);
     connect(p, a2, b2, 4, PF_EDGE_BLOCK);
     CHECK_OK(pf_pipeline_start(p));
-    d2.name = "late";
-    CHECK_EQ_INT(pf_pipeline_add_stage(p, &d2, &x), PF_ERR_INVALID);
+    CHECK_EQ_INT(pf_pipeline_start(p), PF_ERR_INVALID);
     CHECK(strstr(pf_last_error(), "already started") != NULL);
-    CHECK_EQ_INT(pf_pipeline_connect(p, a2, b2, &ep), PF_ERR_INVALID);
     CHECK_OK(pf_pipeline_wait(p, PF_WAIT_FOREVER));
     CHECK(in_order(&sink, 3));
+    /* live additions (test_mux.c) end with the run */
+    d2.name = "late";
+    CHECK_EQ_INT(pf_pipeline_add_stage(p, &d2, &x), PF_ERR_INVALID);
+    CHECK(strstr(pf_last_error(), "has finished") != NULL);
+    CHECK_EQ_INT(pf_pipeline_connect(p, a2, b2, &ep), PF_ERR_INVALID);
+    CHECK_EQ_INT(pf_pipeline_start_added(p), PF_ERR_INVALID);
     pf_pipeline_destroy(&p);
     sink_fini(&sink);
 

@@ -105,7 +105,7 @@ static void test_builtin_registry(void)
         if (k == PF_BUILTIN_SOURCE) sources++;
         if (k == PF_BUILTIN_SINK) sinks++;
     }
-    CHECK_EQ_INT(n, 17);
+    CHECK_EQ_INT(n, 19);
     CHECK_EQ_INT(sources, 3);
     CHECK_EQ_INT(sinks, 4);
     CHECK(pf_stage_builtin_type(-1, NULL) == NULL);
@@ -395,8 +395,13 @@ static void test_yaml_errors(void)
          PF_ERR_FORMAT, 6, "cycle onto itself"},
         {"stages:\n" SRC "  - {name: a, type: stage.sleep, us: 1}\n"
          "  - {name: b, type: sink.null}\n"
-         "edges:\n  - {from: cam, to: b}\n  - {from: a, to: b}\n",
-         PF_ERR_FORMAT, 7, "stage 'b' already has an input (from 'cam', line 6)"},
+         "edges:\n  - {from: cam, to: a}\n  - {from: a, to: b}\n  - {from: cam, to: a}\n",
+         PF_ERR_FORMAT, 8, "edge 'cam' -> 'a' is listed twice (first on line 6)"},
+        {"stages:\n" SRC "  - {name: a, type: stage.sleep, us: 1}\n"
+         "  - {name: b, type: stage.sleep, us: 1}\n  - {name: out, type: sink.null}\n"
+         "edges:\n  - {from: cam, to: a}\n  - {from: a, to: b}\n  - {from: b, to: out}\n"
+         "  - {from: b, to: a}\n",
+         PF_ERR_FORMAT, 10, "edges form a cycle: a -> b -> a"},
         {"stages:\n" SRC "  - {name: a, type: stage.sleep, us: 1}\n  - {name: b, type: sink.null}\n"
          "edges:\n  - {from: cam, to: b}\n",
          PF_ERR_FORMAT, 3, "stage 'a' (stage.sleep) has no input"},

@@ -26,9 +26,39 @@
  * Model. A pipeline is a directed acyclic graph of stages. Items (a frame, a
  * tensor or both, plus metadata) flow along edges; an edge is a bounded ring
  * buffer with a capacity and a policy saying what happens when it is full. A
- * stage has at most one input edge and any number of output edges (every
- * emitted item goes to all of them, each holding its own reference: fan-out).
- * Sources have no input; sinks have no output edge.
+ * stage has any number of input edges and output edges. Outputs: every
+ * emitted item goes to all of them, each holding its own reference (fan-out),
+ * or to one with pf_stage_emit_to (routing, e.g. the `demux` built-in).
+ * Inputs (fan-in): each edge keeps its own capacity and policy, so a
+ * flooding producer fills only its own edge; the workers take items from
+ * all of them without polling (every input edge wakes the stage), round-
+ * robin across edges, and the stage's input ends when every input edge has
+ * ended (a source that ends just leaves; the others go on). Sources have no
+ * input; sinks have no output edge.
+ *
+ * Many streams (nvstreammux-like). Give a stage several inputs and a batch
+ * (max_batch > 1, max_delay_us): it is then a stream muxer - batches formed
+ * across the streams round-robin by item.source (no stream starved by a
+ * faster one), at most max_batch, the timeout counted from the first frame
+ * of each batch (see "Dynamic batcher"), order within a stream kept, items
+ * keeping their source. The built-in `mux` type is such a stage that passes
+ * its batches on; `demux` routes items back to per-stream outputs by source
+ * id. Per-stream statistics (pf_pipeline_stats.streams) sit beside the
+ * pipeline's.
+ *
+ *   // cameras -> mux (batch 8, 40 ms) -> model -> demux -> one sink each
+ *   pf_stage *cam[4], *mux, *model, *dmx, *out[4];
+ *   ...add the stages (pf_stage_builtin("mux", ...), ("demux", routes
+ *      "0:out0,1:out1,...")), then:
+ *   for (int i = 0; i < 4; i++) pf_pipeline_connect(p, cam[i], mux, &ep);
+ *   pf_pipeline_connect(p, mux, model, &ep);
+ *   pf_pipeline_connect(p, model, dmx, &ep);
+ *   for (int i = 0; i < 4; i++) pf_pipeline_connect(p, dmx, out[i], &ep);
+ *   pf_pipeline_start(p);
+ *   // later, a camera plugged in (see "Live changes"):
+ *   pf_pipeline_add_stage(p, &cam4_desc, &cam[4]);
+ *   pf_pipeline_connect(p, cam[4], mux, &ep);
+ *   pf_pipeline_start_added(p);
  *
  * Threads. Each stage runs on its own worker thread(s) (`threads`, default 1;
  * with more than one, items may finish out of order unless `ordered` is set,
@@ -50,6 +80,19 @@
  * process call the runtime checks that the items' frames and tensors live
  * where the stage accepts them; one that does not stops the pipeline with an
  * error naming the stage, the item and both domains.
+ *
+ * Live changes. While the pipeline runs, stages may be added and connected
+ * and then started together with pf_pipeline_start_added(): typically a new
+ * source (a camera plugged in) joining a running muxer. An edge added while
+ * running must join a new stage to a new or running one (a running stage
+ * gains an input; outputs of a running stage are fixed), needs no transfer
+ * (equal memory sides) and cannot feed a stage whose input has already
+ * ended. A stream leaves when its source ends (PF_EOF): its edge closes and
+ * the muxer goes on with the others. Nothing is removed before destroy.
+ * Calls that change the graph come from one thread at a time (the
+ * application's control thread); they are safe against the running workers,
+ * get_stats and cancel (the pipeline lock guards the stage and edge tables,
+ * each stage's input lock its input list).
  *
  * Lifecycle. create -> add stages, connect -> start -> (running) -> the
  * sources return PF_EOF -> end of stream flows through every edge; every item
@@ -131,17 +174,24 @@ PF_API pf_edge_params pf_edge_params_default(void);
  * In front of a stage with max_batch > 1. Semantics (all times from the
  * pipeline's clock):
  *  - Requests wait in per-(priority, source) FIFO queues.
- *  - A batch is formed when (a) max_batch requests are waiting, or (b) the
- *    oldest waiting request has waited max_delay_us, or (c) the input has
- *    ended (end of stream flushes whatever waits).
+ *  - A batch is formed when (a) max_batch requests are waiting, or (b)
+ *    max_delay_us has passed since the batch's first frame, or (c) the input
+ *    has ended (end of stream flushes whatever waits). The batch's first
+ *    frame is the oldest waiting request; one left over from the previous
+ *    batch counts as arriving when that batch was taken (nvstreammux's
+ *    batched-push-timeout: the timer starts when a new batch starts
+ *    collecting, so a partial batch never leaves at once just because its
+ *    frames waited behind a full one).
  *  - Filling a batch: higher priority levels first; within a level, sources
  *    are served round-robin one request at a time, starting after the source
  *    that was served first in the previous batch (no source starves another);
  *    within a source, FIFO (order per source is preserved).
  *  - The batch size histogram is reported in the stage's statistics.
- *  - The batcher holds up to max_batch + the input edge's capacity requests
- *    (it drains the edge to see every source); the edge's policy applies
- *    once both are full. Batching is off (max_batch 1) in PF_MODE_LATENCY. */
+ *  - The batcher holds up to max_batch + the input edges' capacities
+ *    requests (it drains the edges to see every source, a share of the room
+ *    per edge in turn, so a flooding edge cannot fill it); an edge's policy
+ *    applies once it is full. Batching is off (max_batch 1) in
+ *    PF_MODE_LATENCY. */
 
 typedef struct pf_batch_params {
     int max_batch;             /* 1 = no batching (default) */
@@ -193,6 +243,13 @@ typedef struct pf_stage_desc {
     pf_batch_params batch;      /* default no batching */
     double fps;                 /* sources: pace at this rate; 0 = as fast as possible */
     int64_t max_items;          /* sources: stop after this many; 0 = until PF_EOF */
+    bool source_errors_leave;   /* sources: an error from the source function ends
+                                   this source only (its stream leaves as at PF_EOF;
+                                   logged, counted in its stage's errors) instead of
+                                   stopping the pipeline. For one of many streams:
+                                   retries belong in the source (return PF_AGAIN
+                                   while reconnecting); this is what happens once
+                                   it gives up. Default false */
 } pf_stage_desc;
 
 PF_API pf_stage_desc pf_stage_desc_default(void);
@@ -201,6 +258,19 @@ PF_API pf_stage_desc pf_stage_desc_default(void);
  * adds references). Blocks according to the edge policies. Only from inside
  * source/process/start. */
 PF_API pf_status pf_stage_emit(pf_stage_ctx *ctx, pf_item *item);
+/* Routing: emits to output edge `output` only (0 .. pf_stage_num_outputs()
+ * - 1, in the order the edges were connected). Ownership, blocking and
+ * readiness as pf_stage_emit; PF_ERR_INVALID (item released) for an index
+ * out of range. Only from inside source/process/start. */
+PF_API pf_status pf_stage_emit_to(pf_stage_ctx *ctx, int output, pf_item *item);
+/* Number of output edges of the calling stage (fixed while it runs). */
+PF_API int pf_stage_num_outputs(pf_stage_ctx *ctx);
+/* The output edge leading to the stage named `name` (looking through a
+ * transfer the runtime inserted), or -1. */
+PF_API int pf_stage_output_index(pf_stage_ctx *ctx, const char *name);
+/* Releases an item on purpose and counts it as dropped, both for the stage
+ * (pf_stage_stats.dropped) and for its stream (pf_stream_stats.dropped). */
+PF_API void pf_stage_drop(pf_stage_ctx *ctx, pf_item *item);
 /* The stage's CUDA stream (a CPU stream for CPU stages), one per worker
  * thread. Work issued on it before pf_stage_emit() is what consumers wait
  * for (the runtime records an event at emit). */
@@ -372,6 +442,26 @@ PF_API const char *pf_stage_name(const pf_stage *stage);
  *     number `at` (counting from 0 over all items it sees): for tests of
  *     error paths.
  *     at 0 (int >= 0) | message "injected failure"
+ *   mux                the stream muxer (nvstreammux's role): give it
+ *     several input edges, one per stream; it passes on the batches the
+ *     runtime forms across them ("Many streams", "Dynamic batcher"): each
+ *     batch round-robin over the streams with frames waiting, FIFO within
+ *     a stream, at most `batch_size`, leaving when full, when `timeout_us`
+ *     has passed since its first frame, or when every input has ended.
+ *     Items pass unchanged (no copy; frames keep their source id), so a
+ *     model right behind it with the same batch gets whole batches while
+ *     it keeps up. Equivalently any stage, nn.infer included, becomes a
+ *     muxer when given several inputs and a batch.
+ *     batch_size 1 (1..256: sets desc.batch.max_batch) | timeout_us 0
+ *     (0..60000000: sets desc.batch.max_delay_us; 0 = send what is there)
+ *   demux              routes each item to one output edge by its source
+ *     id (pf_stage_emit_to), unchanged.
+ *     routes (list of SOURCE:OUTPUT, OUTPUT a stage name fed by this stage
+ *     - through a transfer the runtime inserted, if any - or an output
+ *     index in connect order; default: source k -> output k) | unmapped
+ *     drop|error|all (drop: released and counted as the stage's and the
+ *     stream's drops; error: the pipeline stops naming the stream; all:
+ *     to every output). Routes naming no output edge fail the start.
  */
 
 /* One parameter. `line` (> 0) is where it came from (a YAML line), used in
@@ -405,8 +495,8 @@ PF_API pf_status pf_stage_builtin(const char *type, const pf_stage_config *cfg,
 /* Kinds of built-in stages, for tools and loaders. */
 typedef enum pf_builtin_kind {
     PF_BUILTIN_SOURCE = 0,     /* no input */
-    PF_BUILTIN_PROCESS = 1,    /* one input, emits */
-    PF_BUILTIN_SINK = 2        /* one input, emits nothing */
+    PF_BUILTIN_PROCESS = 1,    /* inputs, emits */
+    PF_BUILTIN_SINK = 2        /* inputs, emits nothing */
 } pf_builtin_kind;
 
 /* The i-th built-in type name (i from 0), NULL past the end; *kind (may be
@@ -424,7 +514,9 @@ typedef struct pf_clock {
 
 typedef enum pf_pipeline_mode {
     PF_MODE_CUSTOM = 0,        /* every edge and batcher as configured */
-    PF_MODE_LATENCY = 1,       /* batch 1, edges capacity <= 2, latest_only after sources */
+    PF_MODE_LATENCY = 1,       /* batch 1, edges capacity <= 2, latest_only after sources
+                                  and into stages with several inputs (the freshest
+                                  frame per stream; drops counted per stream) */
     PF_MODE_THROUGHPUT = 2     /* edges block; configured batches kept */
 } pf_pipeline_mode;
 
@@ -466,6 +558,13 @@ PF_API pf_status pf_pipeline_add_stage(pf_pipeline *p, const pf_stage_desc *d, p
 PF_API pf_status pf_pipeline_connect(pf_pipeline *p, pf_stage *from, pf_stage *to,
                                      const pf_edge_params *e);
 PF_API pf_stage *pf_pipeline_find_stage(pf_pipeline *p, const char *name);
+/* add_stage and connect also work while the pipeline runs ("Live changes"):
+ * what they add waits until this call starts it (each added stage that is
+ * not a source needs an input by then). PF_ERR_INVALID when the pipeline is
+ * not running (finished, stopping, or never started: use pf_pipeline_start)
+ * or nothing was added. On a failure to start the added stages' threads the
+ * pipeline stops with that error. */
+PF_API pf_status pf_pipeline_start_added(pf_pipeline *p);
 
 /* Validates (names, sources, cycles, domains/transfers), inserts transfers,
  * starts the workers. */
@@ -530,7 +629,23 @@ typedef struct pf_stage_stats {
     bool is_transfer;           /* inserted by the runtime */
     uint64_t transfers;         /* copies made by a transfer stage (one per
                                    frame or tensor copied) */
+    uint64_t dropped;           /* items the stage released on purpose
+                                   (pf_stage_drop, e.g. demux's unmapped streams) */
 } pf_stage_stats;
+
+/* Per stream: the items of one source id (pf_item.source). A stream appears
+ * with its first item; at most 4096 streams are tracked (items of others
+ * count only in the pipeline's figures). */
+typedef struct pf_stream_stats {
+    int32_t source;
+    uint64_t items_in;          /* made by a source stage with this source id */
+    uint64_t items_out;         /* reached a sink */
+    uint64_t dropped;           /* dropped by an edge policy (e.g. latest_only in
+                                   latency mode) or by a stage (pf_stage_drop) */
+    double fps;                 /* items_out per second, from the stream's first
+                                   item to its last output */
+    double e2e_p50_us, e2e_p99_us; /* source timestamp -> sink */
+} pf_stream_stats;
 
 typedef struct pf_edge_stats {
     const char *from, *to;
@@ -552,11 +667,16 @@ typedef struct pf_pipeline_stats {
     int num_stages, num_edges;
     const pf_stage_stats *stages; /* valid until the next get_stats or destroy */
     const pf_edge_stats *edges;
+    int num_streams;            /* sorted by source id */
+    const pf_stream_stats *streams;
 } pf_pipeline_stats;
 
 /* A consistent snapshot; callable while running (thread-safe). */
 PF_API pf_status pf_pipeline_get_stats(pf_pipeline *p, pf_pipeline_stats *out);
-/* The table printed at the end of a run; JSON with the same content. */
+/* The table printed at the end of a run (a per-stream table follows the
+ * stages when there are several streams); JSON with the same content
+ * ("streams": one object per source id with items_in, items_out, dropped,
+ * fps and e2e_us p50/p99; each stage also has "dropped"). */
 PF_API pf_status pf_pipeline_print_stats(pf_pipeline *p, FILE *f);
 PF_API pf_status pf_pipeline_write_stats_json(pf_pipeline *p, FILE *f);
 

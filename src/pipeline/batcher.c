@@ -31,7 +31,13 @@
  *
  * Times: arrival times are the caller's clock (the pipeline's pf_clock);
  * "oldest" is the request added first, which is the one that has waited
- * longest as long as the clock given to add is monotonic.
+ * longest as long as the clock given to add is monotonic. The delay runs
+ * from the first frame of the batch being collected (nvstreammux's
+ * batched-push-timeout): the oldest request's arrival, or, for one left
+ * over when the previous batch was taken, that take (t_take) - the next
+ * batch starts collecting then, so leftovers that queued behind a full
+ * batch get the whole delay to be joined by others instead of leaving at
+ * once as a small batch.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -68,6 +74,7 @@ typedef struct blevel {
 struct pf_batcher {
     int max_batch;
     int64_t delay_ns;      /* INT64_MAX = never by time */
+    int64_t t_take;        /* clock of the last take (INT64_MIN: none yet) */
     int capacity;
     int count;
 
@@ -142,6 +149,7 @@ pf_status pf_batcher_create(const pf_batch_params *p, int capacity, pf_batcher *
     b->max_batch = p->max_batch;
     b->delay_ns = p->max_delay_us > INT64_MAX / 1000 ? INT64_MAX : p->max_delay_us * 1000;
     b->capacity = capacity;
+    b->t_take = INT64_MIN;
     for (int i = 0; i < capacity; i++) {
         b->nodes[i].next = i + 1 < capacity ? i + 1 : NIL;
         b->queues[i].hnext = i + 1 < capacity ? i + 1 : NIL;
@@ -315,6 +323,7 @@ int64_t pf_batcher_deadline(const pf_batcher *b)
 {
     if (!b || b->ghead == NIL) return INT64_MAX;
     int64_t t = b->nodes[b->ghead].t_ns;
+    if (t < b->t_take) t = b->t_take; /* a leftover: its batch began at the take */
     if (b->delay_ns == INT64_MAX || t > INT64_MAX - b->delay_ns) return INT64_MAX;
     return t + b->delay_ns;
 }
@@ -347,8 +356,8 @@ static void queue_pop(pf_batcher *b, int32_t q, pf_item *out)
 
 int pf_batcher_take(pf_batcher *b, pf_item *out, int64_t now_ns)
 {
-    (void)now_ns;
     if (!b || !out) return 0;
+    b->t_take = now_ns;
     int n = 0;
     int lo = 0;
     while (n < b->max_batch && lo < b->nactive) {

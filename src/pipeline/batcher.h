@@ -22,12 +22,15 @@ void pf_batcher_destroy(pf_batcher **b);
  * caller keeps it). */
 pf_status pf_batcher_add(pf_batcher *b, pf_item *item, int64_t now_ns);
 int pf_batcher_count(const pf_batcher *b);
-/* Whether a batch should be formed now: max_batch waiting, or the oldest
- * waited max_delay_us, or eos with anything waiting. */
+/* Whether a batch should be formed now: max_batch waiting, or the delay
+ * (pf_batcher_deadline) has run out, or eos with anything waiting. */
 bool pf_batcher_ready(const pf_batcher *b, int64_t now_ns, bool eos);
-/* When the oldest waiting request's delay runs out (INT64_MAX if none). */
+/* When the delay of the batch being collected runs out (INT64_MAX if none):
+ * max_delay after its first frame - the oldest waiting request's arrival,
+ * or the last take for a request that was already waiting then. */
 int64_t pf_batcher_deadline(const pf_batcher *b);
-/* Moves up to max_batch items into out[] by the fairness rules; returns n. */
+/* Moves up to max_batch items into out[] by the fairness rules; returns n.
+ * now_ns starts the next batch's collection (see pf_batcher_deadline). */
 int pf_batcher_take(pf_batcher *b, pf_item *out, int64_t now_ns);
 
 #endif

@@ -48,6 +48,8 @@ static const bi_type types[] = {
     {"io.image_sink", PF_BUILTIN_SINK, bi_image_sink_create},
     {"stage.sleep", PF_BUILTIN_PROCESS, bi_sleep_create},
     {"stage.fail", PF_BUILTIN_PROCESS, bi_fail_create},
+    {"mux", PF_BUILTIN_PROCESS, bi_mux_create},
+    {"demux", PF_BUILTIN_PROCESS, bi_demux_create},
 };
 #define NUM_TYPES ((int)(sizeof types / sizeof types[0]))
 
@@ -576,6 +578,14 @@ pf_status bi_emit(pf_stage_ctx *ctx, pf_item *it)
 {
     pf_status st = pf_stage_emit(ctx, it);
     memset(it, 0, sizeof *it); /* the runtime owns it now, whatever the status */
+    return st;
+}
+
+pf_status bi_emit_all(pf_stage_ctx *ctx, pf_item *items, int n)
+{
+    pf_status st = PF_OK;
+    for (int i = 0; i < n && st == PF_OK; i++) st = bi_emit(ctx, &items[i]);
+    bi_unref_items(items, n);
     return st;
 }
 

@@ -107,6 +107,9 @@ pf_status bi_item_failed(const bi_stage *s, const pf_item *it, pf_status st, con
 void bi_unref_items(pf_item *items, int n);
 /* pf_stage_emit, then zeroes *it (the runtime owns it from the call on). */
 pf_status bi_emit(pf_stage_ctx *ctx, pf_item *it);
+/* Pass-through: emits items[0..n) unchanged, in order (after a failed emit
+ * the rest are released); returns the first error. */
+pf_status bi_emit_all(pf_stage_ctx *ctx, pf_item *items, int n);
 /* Emits `out` (taking it) after copying the metadata of `in` into it. */
 pf_status bi_emit_like(pf_stage_ctx *ctx, const pf_item *in, pf_item *out);
 
@@ -135,6 +138,8 @@ pf_status bi_sink_null_create(bi_args *a, pf_stage_desc *d);
 pf_status bi_sink_checksum_create(bi_args *a, pf_stage_desc *d);
 pf_status bi_sleep_create(bi_args *a, pf_stage_desc *d);
 pf_status bi_fail_create(bi_args *a, pf_stage_desc *d);
+pf_status bi_mux_create(bi_args *a, pf_stage_desc *d);          /* mux.c */
+pf_status bi_demux_create(bi_args *a, pf_stage_desc *d);        /* demux.c */
 
 /* FNV-1a 64 (sink.checksum; exposed for tests through the documented rule). */
 uint64_t bi_fnv1a(uint64_t h, const void *data, size_t n);

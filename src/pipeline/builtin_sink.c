@@ -257,10 +257,7 @@ static pf_status sleep_process(void *user, pf_stage_ctx *ctx, pf_item *items, in
         while (nanosleep(&ts, &ts) != 0) {
         }
     }
-    pf_status st = PF_OK;
-    for (int i = 0; i < n && st == PF_OK; i++) st = bi_emit(ctx, &items[i]);
-    bi_unref_items(items, n);
-    return st;
+    return bi_emit_all(ctx, items, n);
 }
 
 pf_status bi_sleep_create(bi_args *a, pf_stage_desc *d)

@@ -50,6 +50,9 @@ struct pf_edge {
     pf_edge_policy policy;
     pf_clock clock;
     pf_item *slots;
+    pf_edge_notify *notify;    /* fan-in consumer to wake; NULL none */
+    void (*on_drop)(void *user, const pf_item *victim);
+    void *drop_user;
 
     pf_mutex lock;
     pf_cond not_full;
@@ -160,6 +163,60 @@ void pf_edge_destroy(pf_edge **pe)
     *pe = NULL;
 }
 
+/* Notifier ------------------------------------------------------------------------- */
+
+void pf_edge_notify_init(pf_edge_notify *n)
+{
+    pf_mutex_init(&n->mu);
+    pf_cond_init(&n->cv);
+    atomic_init(&n->gen, 0);
+    atomic_init(&n->waiters, 0);
+}
+
+void pf_edge_notify_destroy(pf_edge_notify *n)
+{
+    pf_cond_destroy(&n->cv);
+    pf_mutex_destroy(&n->mu);
+}
+
+uint64_t pf_edge_notify_gen(pf_edge_notify *n) { return atomic_load(&n->gen); }
+
+void pf_edge_notify_wait(pf_edge_notify *n, uint64_t seen, int64_t deadline_ns)
+{
+    pf_mutex_lock(&n->mu);
+    atomic_fetch_add(&n->waiters, 1);
+    while (atomic_load(&n->gen) == seen) {
+        if (deadline_ns == INT64_MAX) {
+            pf_cond_wait(&n->cv, &n->mu);
+        } else if (!pf_cond_timedwait_until(&n->cv, &n->mu, deadline_ns)) {
+            break;
+        }
+    }
+    atomic_fetch_sub(&n->waiters, 1);
+    pf_mutex_unlock(&n->mu);
+}
+
+void pf_edge_notify_signal(pf_edge_notify *n, bool all)
+{
+    if (!n) return;
+    atomic_fetch_add(&n->gen, 1);
+    if (atomic_load(&n->waiters) > 0) {
+        pf_mutex_lock(&n->mu);
+        if (all) pf_cond_broadcast(&n->cv);
+        else pf_cond_signal(&n->cv);
+        pf_mutex_unlock(&n->mu);
+    }
+}
+
+void pf_edge_set_hooks(pf_edge *e, pf_edge_notify *notify,
+                       void (*on_drop)(void *user, const pf_item *victim), void *drop_user)
+{
+    if (!e) return;
+    e->notify = notify;
+    e->on_drop = on_drop;
+    e->drop_user = drop_user;
+}
+
 void pf_edge_add_producer(pf_edge *e)
 {
     if (!e) return;
@@ -219,7 +276,7 @@ pf_status pf_edge_push(pf_edge *e, pf_item *item, int64_t timeout_us)
                             src, seq);
     }
     pf_item victim;
-    bool have_victim = false;
+    bool have_victim = false, queued = false;
     bool expired = false;
     int64_t deadline = INT64_MIN;
     pf_status st = PF_OK;
@@ -236,6 +293,7 @@ pf_status pf_edge_push(pf_edge *e, pf_item *item, int64_t timeout_us)
         }
         if (e->count < e->capacity) {
             enqueue(e, item);
+            queued = true;
             break;
         }
         if (e->policy == PF_EDGE_DROP_NEWEST) {
@@ -275,7 +333,11 @@ pf_status pf_edge_push(pf_edge *e, pf_item *item, int64_t timeout_us)
     int capacity = e->capacity;
     pf_mutex_unlock(&e->lock);
 
-    if (have_victim) pf_item_unref(&victim);
+    if (queued) pf_edge_notify_signal(e->notify, false);
+    if (have_victim) {
+        if (e->on_drop) e->on_drop(e->drop_user, &victim);
+        pf_item_unref(&victim);
+    }
     if (st == PF_ERR_CANCELLED || st == PF_ERR_CLOSED) {
         int src = item->source;
         long long seq = (long long)item->seq;
@@ -332,9 +394,10 @@ pf_status pf_edge_pop(pf_edge *e, pf_item *out, int64_t timeout_us)
     return st;
 }
 
-int pf_edge_pop_many(pf_edge *e, pf_item *out, int max)
+int pf_edge_take(pf_edge *e, pf_item *out, int max, pf_status *state)
 {
-    if (!e || !out || max <= 0) return 0;
+    *state = PF_ERR_CANCELLED;
+    if (!e || !out || max < 0) return 0;
     pf_mutex_lock(&e->lock);
     int n = 0;
     if (!e->cancelled) {
@@ -349,9 +412,16 @@ int pf_edge_pop_many(pf_edge *e, pf_item *out, int max)
             }
             maybe_finish(e);
         }
+        *state = e->count == 0 && is_closed(e) ? PF_EOF : PF_OK;
     }
     pf_mutex_unlock(&e->lock);
     return n;
+}
+
+int pf_edge_pop_many(pf_edge *e, pf_item *out, int max)
+{
+    pf_status state;
+    return pf_edge_take(e, out, max > 0 ? max : 0, &state);
 }
 
 void pf_edge_close(pf_edge *e)
@@ -373,6 +443,7 @@ void pf_edge_close(pf_edge *e)
         maybe_finish(e);
     }
     pf_mutex_unlock(&e->lock);
+    pf_edge_notify_signal(e->notify, true);
 }
 
 void pf_edge_cancel(pf_edge *e)
@@ -397,6 +468,7 @@ void pf_edge_cancel(pf_edge *e)
         pf_cond_broadcast(&e->not_full);
     }
     pf_mutex_unlock(&e->lock);
+    pf_edge_notify_signal(e->notify, true);
 }
 
 int pf_edge_depth(pf_edge *e)

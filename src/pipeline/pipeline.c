@@ -2,10 +2,10 @@
  * run lifecycle.
  *
  * Validation happens as early as it can: names and the source/process choice
- * at add_stage, the single-input rule and cycles at connect (a stage has at
- * most one input, so the graph upstream of a stage is a chain and a cycle
- * check is a walk up that chain), and what needs the whole graph (stages
- * without input, memory domains) at start.
+ * at add_stage, cycles at connect (a depth-first walk up the inputs of the
+ * producer looking for the consumer), and what needs the whole graph
+ * (stages without input, memory domains) at start. A stage may have several
+ * input edges (fan-in, fanin.c); a transfer is inserted per edge.
  *
  * Stopping. A stop (first error, or cancel) is recorded once under the
  * pipeline lock; then every edge is cancelled, which wakes each worker
@@ -107,6 +107,7 @@ pf_status pf_pipeline_create(const pf_pipeline_params *pp, pf_pipeline **out)
     atomic_init(&p->edges_cancelled, 0);
     atomic_init(&p->completed, 0);
     pf_status st = pf_histogram_create(&p->e2e);
+    if (st == PF_OK) st = pl_streams_create(&p->streams);
     if (st != PF_OK) {
         pf_pipeline *q = p;
         pf_pipeline_destroy(&q);
@@ -125,6 +126,9 @@ static void stage_free(pf_stage *s)
     if (s->d.destroy) s->d.destroy(s->d.user);
     pl_transfer_destroy(&s->xfer);
     pf_histogram_destroy(&s->lat);
+    pf_edge_notify_destroy(&s->notify);
+    pf_mutex_destroy(&s->in_mu);
+    free(s->in);
     free(s->out);
     free(s->name);
     free(s);
@@ -181,6 +185,8 @@ void pf_pipeline_destroy(pf_pipeline **pp)
     free(p->snap_stages);
     free(p->snap_edges);
     pf_histogram_destroy(&p->e2e);
+    pl_streams_destroy(&p->streams);
+    free(p->snap_streams);
     pf_cond_destroy(&p->cv);
     pf_mutex_destroy(&p->mu);
     pf_mutex_destroy(&p->join_mu);
@@ -199,7 +205,8 @@ pf_stage *pf_pipeline_find_stage(pf_pipeline *p, const char *name)
 
 const char *pf_stage_name(const pf_stage *stage) { return stage ? stage->name : NULL; }
 
-/* Appends a stage record (no checks beyond memory). */
+/* Appends a stage record (no checks beyond memory). Caller holds p->mu
+ * (the table may be read by get_stats, the watcher and stops meanwhile). */
 static pf_status stage_new(pf_pipeline *p, const pf_stage_desc *d, const char *fn, pf_stage **out)
 {
     if (p->nstages == p->cap_stages) {
@@ -226,6 +233,9 @@ static pf_status stage_new(pf_pipeline *p, const pf_stage_desc *d, const char *f
     s->nthreads = d->threads;
     s->max_batch = d->batch.max_batch;
     s->source_ordinal = -1;
+    s->live = p->state != PL_CREATED;
+    pf_edge_notify_init(&s->notify);
+    pf_mutex_init(&s->in_mu);
     s->index = p->nstages;
     p->stages[p->nstages++] = s;
     *out = s;
@@ -237,8 +247,9 @@ pf_status pf_pipeline_add_stage(pf_pipeline *p, const pf_stage_desc *d, pf_stage
     static const char fn[] = "pf_pipeline_add_stage";
     if (out) *out = NULL;
     PF_CHECK_ARG(p && d, fn, "pipeline or desc is NULL");
-    if (p->state != PL_CREATED)
-        return pf_set_error(PF_ERR_INVALID, "%s: pipeline '%s' is already started", fn, p->name);
+    if (p->state == PL_FINISHED || atomic_load(&p->stopping))
+        return pf_set_error(PF_ERR_INVALID, "%s: pipeline '%s' has finished or is stopping", fn,
+                            p->name);
     if (!d->name || !*d->name)
         return pf_set_error(PF_ERR_INVALID, "%s: stage name is empty", fn);
     if (pf_pipeline_find_stage(p, d->name))
@@ -271,16 +282,28 @@ pf_status pf_pipeline_add_stage(pf_pipeline *p, const pf_stage_desc *d, pf_stage
                             d->name, (unsigned)d->accepts > PF_MEM_DEVICE ? (int)d->accepts
                                                                            : (int)d->produces);
     pf_stage *s = NULL;
+    pf_mutex_lock(&p->mu);
     pf_status st = stage_new(p, d, fn, &s);
+    if (st == PF_OK && d->source) s->source_ordinal = p->nsources++;
+    pf_mutex_unlock(&p->mu);
     if (st != PF_OK) return st;
-    if (d->source) s->source_ordinal = p->nsources++;
     if (out) *out = s;
     return PF_OK;
 }
 
-static pf_status edge_new(pf_pipeline *p, pf_stage *from, pf_stage *to, const pf_edge_params *ep,
-                          const char *fn, pl_edge **out)
+/* Appends an edge record from -> to; it becomes to's input number `slot`
+ * (replacing that one: a transfer stands in between) or, with slot < 0, its
+ * next input. Caller holds p->mu; to->in_mu too when `to` runs. */
+pf_status pl_edge_new(pf_pipeline *p, pf_stage *from, pf_stage *to, const pf_edge_params *ep,
+                      int slot, const char *fn, pl_edge **out)
 {
+    if (slot < 0 && to->nin == to->cap_in) {
+        int cap = to->cap_in ? to->cap_in * 2 : 2;
+        pl_edge **ni = realloc(to->in, (size_t)cap * sizeof *ni);
+        if (!ni) return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", fn);
+        to->in = ni;
+        to->cap_in = cap;
+    }
     if (p->nedges == p->cap_edges) {
         int cap = p->cap_edges ? p->cap_edges * 2 : 8;
         pl_edge **ne = realloc(p->edges, (size_t)cap * sizeof *ne);
@@ -314,9 +337,55 @@ static pf_status edge_new(pf_pipeline *p, pf_stage *from, pf_stage *to, const pf
     e->index = p->nedges;
     p->edges[p->nedges++] = e;
     from->out[from->nout++] = e;
-    to->in = e;
+    if (slot < 0) to->in[to->nin++] = e;
+    else to->in[slot] = e;
     *out = e;
     return PF_OK;
+}
+
+/* Whether `target` is `s` or upstream of it: depth-first over the inputs,
+ * each stage visited once (seen[] by stage index), so diamonds cost no
+ * more than the edges; the depth is at most the stage count (acyclic). */
+static bool reaches_seen(const pf_stage *s, const pf_stage *target, bool *seen)
+{
+    if (s == target) return true;
+    if (seen[s->index]) return false;
+    seen[s->index] = true;
+    for (int i = 0; i < s->nin; i++)
+        if (reaches_seen(s->in[i]->from, target, seen)) return true;
+    return false;
+}
+
+/* reaches_seen with a fresh visit set; -1 when out of memory. */
+static int reaches(const pf_pipeline *p, const pf_stage *s, const pf_stage *target)
+{
+    bool *seen = calloc((size_t)p->nstages + 1, sizeof *seen);
+    if (!seen) return -1;
+    int r = reaches_seen(s, target, seen);
+    free(seen);
+    return r;
+}
+
+/* "target -> ... -> s": one path up from s to target (reaches() is true). */
+static void upstream_path(const pf_pipeline *p, const pf_stage *s, const pf_stage *target,
+                          char *buf, size_t n)
+{
+    const pf_stage *chain[64];
+    int len = 0;
+    const pf_stage *cur = s;
+    while (len < 64) {
+        chain[len++] = cur;
+        if (cur == target) break;
+        const pf_stage *next = NULL;
+        for (int i = 0; i < cur->nin && !next; i++)
+            if (reaches(p, cur->in[i]->from, target) == 1) next = cur->in[i]->from;
+        if (!next) break;
+        cur = next;
+    }
+    size_t used = 0;
+    buf[0] = 0;
+    for (int i = len - 1; i >= 0 && used < n; i--)
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", chain[i]->name, i ? " -> " : "");
 }
 
 static bool stage_in(pf_pipeline *p, const pf_stage *s)
@@ -331,8 +400,9 @@ pf_status pf_pipeline_connect(pf_pipeline *p, pf_stage *from, pf_stage *to,
 {
     static const char fn[] = "pf_pipeline_connect";
     PF_CHECK_ARG(p && from && to, fn, "pipeline or stage is NULL");
-    if (p->state != PL_CREATED)
-        return pf_set_error(PF_ERR_INVALID, "%s: pipeline '%s' is already started", fn, p->name);
+    if (p->state == PL_FINISHED || atomic_load(&p->stopping))
+        return pf_set_error(PF_ERR_INVALID, "%s: pipeline '%s' has finished or is stopping", fn,
+                            p->name);
     if (!stage_in(p, from) || !stage_in(p, to))
         return pf_set_error(PF_ERR_INVALID, "%s: stage '%s' is not part of pipeline '%s'", fn,
                             stage_in(p, from) ? to->name : from->name, p->name);
@@ -347,47 +417,26 @@ pf_status pf_pipeline_connect(pf_pipeline *p, pf_stage *from, pf_stage *to,
     if (to->d.source)
         return pf_set_error(PF_ERR_INVALID, "%s: %s -> %s: '%s' is a source and takes no input",
                             fn, from->name, to->name, to->name);
-    if (to->in)
-        return pf_set_error(PF_ERR_INVALID,
-                            "%s: %s -> %s: '%s' already has an input (from '%s'); a stage takes "
-                            "at most one input edge",
-                            fn, from->name, to->name, to->name, to->in->from->name);
-    /* Every stage has at most one input, so what feeds `from` is a chain;
-     * `to` on it (or to == from) means the new edge closes a cycle. */
-    int len = 0;
-    bool cycle = false;
-    for (pf_stage *s = from;; s = s->in->from) {
-        len++;
-        if (s == to) {
-            cycle = true;
-            break;
-        }
-        if (!s->in || len > p->nstages) break;
-    }
-    if (cycle) {
-        /* "to -> ... -> from -> to", built from the chain walked upwards. */
+    int cyc = reaches(p, from, to);
+    if (cyc < 0) return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", fn);
+    if (cyc) {
         char path[512];
-        size_t used = 0;
-        path[0] = 0;
-        pf_stage **chain = malloc((size_t)len * sizeof *chain);
-        if (!chain) return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", fn);
-        int k = 0;
-        for (pf_stage *s = from; k < len; s = s->in ? s->in->from : s) chain[k++] = s;
-        for (int i = len - 1; i >= 0 && used < sizeof path; i--)
-            used += (size_t)snprintf(path + used, sizeof path - used, "%s -> ", chain[i]->name);
-        if (used < sizeof path) snprintf(path + used, sizeof path - used, "%s", to->name);
-        free(chain);
-        return pf_set_error(PF_ERR_INVALID, "%s: %s -> %s would close a cycle: %s", fn,
-                            from->name, to->name, path);
+        upstream_path(p, from, to, path, sizeof path);
+        return pf_set_error(PF_ERR_INVALID, "%s: %s -> %s would close a cycle: %s -> %s", fn,
+                            from->name, to->name, path, to->name);
     }
+    if (p->state != PL_CREATED) return pl_live_connect(p, from, to, e);
+    pf_mutex_lock(&p->mu);
     pl_edge *pe = NULL;
-    return edge_new(p, from, to, e, fn, &pe);
+    pf_status st = pl_edge_new(p, from, to, e, -1, fn, &pe);
+    pf_mutex_unlock(&p->mu);
+    return st;
 }
 
 /* Domains ------------------------------------------------------------------------ */
 
 /* Whether items made by `from` can be read by `to` as declared. */
-static bool locations_match(const pf_stage *from, const pf_stage *to)
+bool pl_locations_match(const pf_stage *from, const pf_stage *to)
 {
     bool fh = pl_domain_is_host(from->d.produces), th = pl_domain_is_host(to->d.accepts);
     if (fh != th) return false;
@@ -412,6 +461,8 @@ static pf_status insert_transfer(pf_pipeline *p, pl_edge *e)
     d.produces = to->d.accepts;
     /* The stage's own device is the device side (the source side for d2d). */
     d.device = !pl_domain_is_host(from->d.produces) ? from->dev : to->dev;
+    int slot = 0;
+    while (slot < to->nin && to->in[slot] != e) slot++;
     pf_stage *t = NULL;
     pf_status st = stage_new(p, &d, fn, &t);
     if (st != PF_OK) return st;
@@ -423,8 +474,13 @@ static pf_status insert_transfer(pf_pipeline *p, pl_edge *e)
     /* from -> t keeps the configured edge (its policy drops before the
      * copy, not after); t -> to blocks with the same capacity. */
     e->to = t;
-    t->in = e;
-    to->in = NULL;
+    if (t->cap_in < 1) {
+        t->in = malloc(sizeof *t->in);
+        if (!t->in) return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", fn);
+        t->cap_in = 1;
+    }
+    t->in[0] = e;
+    t->nin = 1;
     size_t n = strlen(from->name) + strlen(t->name) + 16;
     char *label = malloc(n), *counter = malloc(n + 8);
     if (!label || !counter) {
@@ -442,7 +498,7 @@ static pf_status insert_transfer(pf_pipeline *p, pl_edge *e)
     ep.capacity = e->params.capacity;
     ep.policy = PF_EDGE_BLOCK;
     pl_edge *ne = NULL;
-    return edge_new(p, t, to, &ep, fn, &ne);
+    return pl_edge_new(p, t, to, &ep, slot, fn, &ne);
 }
 
 static pf_status check_domains(pf_pipeline *p)
@@ -450,7 +506,7 @@ static pf_status check_domains(pf_pipeline *p)
     int n = p->nedges; /* transfers append edges that need no check */
     for (int i = 0; i < n; i++) {
         pl_edge *e = p->edges[i];
-        if (locations_match(e->from, e->to)) continue;
+        if (pl_locations_match(e->from, e->to)) continue;
         if (p->strict) {
             char pd[64] = "", cd[64] = "";
             if (!pl_domain_is_host(e->from->d.produces))
@@ -471,12 +527,13 @@ static pf_status check_domains(pf_pipeline *p)
     return PF_OK;
 }
 
-static void apply_mode(pf_pipeline *p)
+void pl_apply_mode_edge(pf_pipeline *p, pl_edge *e)
 {
-    for (int i = 0; i < p->nedges; i++) {
-        pl_edge *e = p->edges[i];
+    {
         if (p->mode == PF_MODE_LATENCY) {
-            if (e->from->d.source) {
+            /* The freshest frame per stream: after a source, and into a
+             * stage with several inputs (a muxer: one edge per stream). */
+            if (e->from->d.source || e->to->nin > 1) {
                 e->params.policy = PF_EDGE_LATEST_ONLY;
                 e->params.capacity = 1;
             } else if (e->params.capacity > 2) {
@@ -487,11 +544,18 @@ static void apply_mode(pf_pipeline *p)
         }
         if (e->params.policy == PF_EDGE_LATEST_ONLY) e->params.capacity = 1;
     }
-    for (int i = 0; i < p->nstages; i++) {
-        pf_stage *s = p->stages[i];
-        if (p->mode == PF_MODE_LATENCY) s->max_batch = 1;
-        s->ordered = s->d.ordered && s->nthreads > 1 && !s->d.source;
-    }
+}
+
+void pl_apply_mode_stage(pf_pipeline *p, pf_stage *s)
+{
+    if (p->mode == PF_MODE_LATENCY) s->max_batch = 1;
+    s->ordered = s->d.ordered && s->nthreads > 1 && !s->d.source;
+}
+
+static void apply_mode(pf_pipeline *p)
+{
+    for (int i = 0; i < p->nedges; i++) pl_apply_mode_edge(p, p->edges[i]);
+    for (int i = 0; i < p->nstages; i++) pl_apply_mode_stage(p, p->stages[i]);
 }
 
 /* Lifecycle ------------------------------------------------------------------------ */
@@ -502,14 +566,17 @@ static void apply_mode(pf_pipeline *p)
 static void trace_queues(pf_pipeline *p, bool all)
 {
     int64_t now = pf_time_ns();
+    pf_mutex_lock(&p->mu); /* edges may be added while running */
     for (int i = 0; i < p->nedges; i++) {
         pl_edge *e = p->edges[i];
+        if (!e->e) continue;
         int depth = pf_edge_depth(e->e);
         if (all || depth != e->last_depth) {
             pf_trace_counter(p->tracer, e->counter, now, depth);
             e->last_depth = depth;
         }
     }
+    pf_mutex_unlock(&p->mu);
 }
 
 static void *watcher_main(void *arg)
@@ -539,10 +606,8 @@ static pf_status prepare(pf_pipeline *p)
     pf_status st;
     for (int i = 0; i < p->nedges; i++) {
         pl_edge *e = p->edges[i];
-        st = pf_edge_create(&e->params, &p->clock, &e->e);
+        st = pl_edge_open(p, e);
         if (st != PF_OK) return st;
-        pf_edge_add_producer(e->e);
-        e->last_depth = -1;
     }
     if (p->trace_path) {
         pf_tracer_params tp = pf_tracer_params_default();
@@ -595,7 +660,7 @@ pf_status pf_pipeline_start(pf_pipeline *p)
     if (p->nsources == 0)
         return pf_set_error(PF_ERR_INVALID, "%s: pipeline '%s' has no source stage", fn, p->name);
     for (int i = 0; i < p->nstages; i++)
-        if (!p->stages[i]->d.source && !p->stages[i]->in)
+        if (!p->stages[i]->d.source && p->stages[i]->nin == 0)
             return pf_set_error(PF_ERR_INVALID,
                                 "%s: stage '%s' has no input edge (only sources run without one)",
                                 fn, p->stages[i]->name);
@@ -629,6 +694,7 @@ pf_status pf_pipeline_start(pf_pipeline *p)
     for (int i = 0; i < p->nstages; i++) {
         pf_stage *s = p->stages[i];
         atomic_store(&s->active, s->nthreads);
+        s->launched = true;
     }
     for (int i = 0; i < p->nstages && failed == PF_OK; i++) {
         pf_stage *s = p->stages[i];
@@ -684,10 +750,11 @@ void pl_stage_finished(pf_pipeline *p, pf_stage *s)
 void pl_stop_all(pf_pipeline *p)
 {
     if (atomic_exchange(&p->edges_cancelled, 1)) return;
+    /* Under the lock: stages and edges may be added while running. */
+    pf_mutex_lock(&p->mu);
     for (int i = 0; i < p->nedges; i++)
         if (p->edges[i]->e) pf_edge_cancel(p->edges[i]->e);
     for (int i = 0; i < p->nstages; i++) pl_stage_wake(p->stages[i]);
-    pf_mutex_lock(&p->mu);
     pf_cond_broadcast(&p->cv); /* paced sources */
     pf_mutex_unlock(&p->mu);
 }

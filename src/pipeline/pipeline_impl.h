@@ -6,10 +6,23 @@
  *               with fan-out, ordering, GPU readiness, error propagation
  *   transfer.c  the runtime-inserted host<->device copy stage
  *   stats.c     statistics snapshot, table and JSON
+ *   streams.c   per-stream (source id) counters and latency
+ *   fanin.c     taking items from several input edges (fan-in)
+ *   live.c      adding and connecting stages while the pipeline runs
+ *   demux.c, mux.c  the built-in `demux` and `mux` stage types
  *
  * Locking, outermost first: pipeline mu > stage in_mu > stage ord_mu > the
- * edge's own lock. Counters are atomics (relaxed) so workers never take a
- * lock to count. */
+ * edge's own lock; a fan-in stage's notifier lock (edge.h) is taken under
+ * in_mu by its consumer and alone by producers (after the edge lock is let
+ * go), never together with an edge lock. Counters are atomics (relaxed) so
+ * workers never take a lock to count.
+ *
+ * What may change while running (live.c): stages and edges are appended to
+ * p->stages / p->edges under p->mu (every reader that runs concurrently -
+ * get_stats, the watcher, pl_stop_all - holds p->mu); a consumer's input
+ * list s->in grows under its in_mu (its workers read it under in_mu only).
+ * Nothing is ever removed before destroy; a stage's outputs (s->out) are
+ * fixed once it runs. */
 #ifndef PF_PIPELINE_IMPL_H
 #define PF_PIPELINE_IMPL_H
 
@@ -43,9 +56,11 @@ typedef struct pl_edge {
     char *label;               /* "from -> to" */
     char *counter;             /* "queue from -> to" (trace counter name) */
     int last_depth;            /* last value written to the trace */
+    bool ended;                /* consumer side, under to->in_mu: EOF seen */
 } pl_edge;
 
 typedef struct pl_transfer pl_transfer;
+typedef struct pl_streams pl_streams;
 
 /* Per worker thread. */
 struct pf_stage_ctx {
@@ -61,6 +76,8 @@ struct pf_stage_ctx {
     bool in_call;              /* inside source/process (emit allowed) */
     pf_allocator *alloc[3];    /* pf_stage_allocator() per domain, cached */
     pf_item *batch;            /* max_batch items being handed to process */
+    pf_item *drain;            /* batching stages: batch_cap items moved from the
+                                  input edges to the batcher in one pass */
     int32_t *m_source;         /* (source, seq, t_source) of the batch, kept */
     int64_t *m_seq, *m_tsrc;   /* because process owns the items */
     /* GPU stages */
@@ -95,7 +112,10 @@ struct pf_stage {
     bool is_transfer;
     pl_transfer *xfer;
     int source_ordinal;        /* sources: 0, 1, ... in order of adding */
-    pl_edge *in;
+    bool live;                 /* added while the pipeline ran (live.c) */
+    bool launched;             /* its workers were started (start or start_added) */
+    pl_edge **in;              /* input edges (fan-in: several), under in_mu once running */
+    int nin, cap_in;
     pl_edge **out;
     int nout, cap_out;
     int max_batch;             /* effective (mode applied) */
@@ -109,7 +129,10 @@ struct pf_stage {
     pf_mutex in_mu;            /* input side when shared by several workers */
     pf_batcher *batcher;
     int batch_cap;             /* requests the batcher may hold */
-    bool in_eos;
+    bool in_eos;               /* every input edge has ended */
+    int in_ended;              /* input edges that have ended (fan-in) */
+    int in_rr;                 /* fan-in: the edge to look at first next time */
+    pf_edge_notify notify;     /* every input edge signals it (from create to free) */
     int64_t next_ticket;
     pf_mutex ord_mu;
     pf_cond ord_cv;
@@ -118,7 +141,7 @@ struct pf_stage {
     int64_t claimed, next_seq, next_deadline, period_ns;
 
     /* statistics */
-    atomic_uint_fast64_t items_in, items_out, errors, batches, busy_ns, transfers;
+    atomic_uint_fast64_t items_in, items_out, errors, batches, busy_ns, transfers, dropped;
     atomic_uint_fast64_t batch_hist[PF_STATS_MAX_BATCH + 1];
     pf_histogram *lat;
     _Atomic int64_t t_end;     /* 0 while running */
@@ -167,6 +190,7 @@ struct pf_pipeline {
 
     pf_tracer *tracer;
     pf_histogram *e2e;
+    pl_streams *streams;
     atomic_uint_fast64_t completed;
 
     pl_alloc allocs[8];
@@ -175,7 +199,8 @@ struct pf_pipeline {
     /* get_stats snapshot storage */
     pf_stage_stats *snap_stages;
     pf_edge_stats *snap_edges;
-    int snap_ns, snap_ne;
+    pf_stream_stats *snap_streams;
+    int snap_ns, snap_ne, snap_nstr;
 };
 
 /* The pipeline's clock (injectable). */
@@ -191,12 +216,52 @@ static inline bool pl_domain_is_host(pf_mem_domain d) { return d != PF_MEM_DEVIC
  * deferred release), so that logic also runs on CPU streams and events. */
 extern int pl_test_force_gpu_path;
 
+/* streams.c: per-stream statistics, keyed by item.source (lock-free
+ * recording; a stream is made on its first item, at most PL_MAX_STREAMS). */
+#define PL_MAX_STREAMS 4096
+pf_status pl_streams_create(pl_streams **out);
+void pl_streams_destroy(pl_streams **s);
+void pl_stream_in(pl_streams *s, int32_t source, int64_t now_ns);
+/* An item reached a sink: e2e_ns < 0 when it has no source timestamp. */
+void pl_stream_out(pl_streams *s, int32_t source, int64_t now_ns, int64_t e2e_ns);
+void pl_stream_drop(pl_streams *s, int32_t source);
+/* The edges' drop hook (user = the pipeline). */
+void pl_stream_on_drop(void *user, const pf_item *victim);
+/* Snapshot sorted by source id into *arr (grown as needed, *cap its size);
+ * returns the count. `now` ends the fps window of live streams. */
+int pl_streams_snapshot(pl_streams *s, pf_stream_stats **arr, int *cap, int64_t now_ns);
+
+/* fanin.c: a process worker's input (several edges, or one). */
+pf_status pl_fanin_pop(pf_stage_ctx *ctx, pf_item *out);
+/* Moves up to `max` queued items from the input edges into out[], fairly
+ * (round-robin over the edges); notes edges that ended (s->in_eos once all
+ * have). Caller holds in_mu. Returns the count, or a negative status when
+ * cancelled. */
+int pl_fanin_drain(pf_stage *s, pf_item *out, int max);
+/* Waits (in_mu held) until an input edge may have changed or the absolute
+ * deadline on the pf_time_ns clock passes (INT64_MAX: none). */
+void pl_fanin_wait(pf_stage *s, uint64_t seen, int64_t deadline_ns);
+/* Creates edge e's runtime edge (mode applied before), registering the hooks. */
+pf_status pl_edge_open(pf_pipeline *p, pl_edge *e);
+
 /* pipeline.c */
 /* Records the first error (or cancel) and unwinds everything; thread-safe.
  * `msg` is the full message. */
 void pl_fail(pf_pipeline *p, pf_status status, const char *msg);
 /* Cancels every edge once (wakes all blocked workers). */
 void pl_stop_all(pf_pipeline *p);
+/* The mode's effect on one edge / stage (start, or live additions). */
+void pl_apply_mode_edge(pf_pipeline *p, pl_edge *e);
+void pl_apply_mode_stage(pf_pipeline *p, pf_stage *s);
+/* Appends an edge record (pipeline.c; caller holds p->mu, and to->in_mu when
+ * `to` runs); slot < 0: to's next input. */
+pf_status pl_edge_new(pf_pipeline *p, pf_stage *from, pf_stage *to, const pf_edge_params *ep,
+                      int slot, const char *fn, pl_edge **out);
+/* Whether a producer's items can be read by a consumer without a transfer. */
+bool pl_locations_match(const pf_stage *from, const pf_stage *to);
+
+/* live.c: connect while running (pf_pipeline_connect after start). */
+pf_status pl_live_connect(pf_pipeline *p, pf_stage *from, pf_stage *to, const pf_edge_params *e);
 /* Called by the last worker of a stage. */
 void pl_stage_finished(pf_pipeline *p, pf_stage *s);
 pf_allocator *pl_get_allocator(pf_pipeline *p, pf_device *dev, pf_mem_domain domain);

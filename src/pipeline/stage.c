@@ -7,11 +7,12 @@
  * falls more than a period behind it skips the missed ticks instead of
  * bursting), calls the source, fills seq/source/t_source_ns, and emits.
  *
- * A process worker pops one item (no batching) or forms a batch through the
- * batcher, which it shares with the stage's other workers under in_mu: it
- * moves what the edge holds into the batcher without blocking, takes a batch
- * when the batcher says so, and otherwise waits on the edge until the
- * batcher's deadline.
+ * A process worker takes one item (no batching) or forms a batch through the
+ * batcher, which it shares with the stage's other workers under in_mu, from
+ * the stage's input edges (one or several: fanin.c): it moves what the edges
+ * hold into the batcher without blocking, takes a batch when the batcher
+ * says so, and otherwise sleeps on the stage's notifier (any input edge
+ * changing wakes it) until the batcher's deadline.
  *
  * Ordered stages (threads > 1, `ordered`): each batch gets a ticket when it is
  * taken from the input (under in_mu, so tickets follow input order). A worker
@@ -188,7 +189,8 @@ static pf_status push(pf_stage_ctx *ctx, pf_edge *e, pf_item *it)
     return st;
 }
 
-static pf_status emit_item(pf_stage_ctx *ctx, pf_item *item)
+/* Emits to every output (output < 0) or to that one. */
+static pf_status emit_item(pf_stage_ctx *ctx, pf_item *item, int output)
 {
     pf_stage *s = ctx->st;
     if (s->gpu) {
@@ -224,6 +226,7 @@ static pf_status emit_item(pf_stage_ctx *ctx, pf_item *item)
         pf_item_unref(item);
         return PF_OK;
     }
+    if (output >= 0) return push(ctx, s->out[output]->e, item);
     pf_status res = PF_OK;
     for (int i = 0; i < s->nout; i++) {
         pf_item copy, *it = item;
@@ -258,7 +261,59 @@ pf_status pf_stage_emit(pf_stage_ctx *ctx, pf_item *item)
                             "process or start function",
                             ctx->st->name);
     }
-    return emit_item(ctx, item);
+    return emit_item(ctx, item, -1);
+}
+
+pf_status pf_stage_emit_to(pf_stage_ctx *ctx, int output, pf_item *item)
+{
+    PF_CHECK_ARG(ctx && item, "pf_stage_emit_to", "ctx or item is NULL");
+    if (output < 0 || output >= ctx->st->nout) {
+        pf_status st = pf_set_error(PF_ERR_INVALID,
+                                    "pf_stage_emit_to: stage '%s': output %d out of range (it "
+                                    "has %d output edge(s))",
+                                    ctx->st->name, output, ctx->st->nout);
+        pf_item_unref(item);
+        return st;
+    }
+    if (!item->frame.buf[0] && !item->tensor.buf) {
+        pf_item_unref(item);
+        return pf_set_error(PF_ERR_INVALID,
+                            "pf_stage_emit_to: stage '%s': item has neither a frame nor a tensor",
+                            ctx->st->name);
+    }
+    if (!ctx->in_call) {
+        pf_item_unref(item);
+        return pf_set_error(PF_ERR_INVALID,
+                            "pf_stage_emit_to: stage '%s': emit only from inside its source, "
+                            "process or start function",
+                            ctx->st->name);
+    }
+    return emit_item(ctx, item, output);
+}
+
+int pf_stage_num_outputs(pf_stage_ctx *ctx) { return ctx ? ctx->st->nout : 0; }
+
+int pf_stage_output_index(pf_stage_ctx *ctx, const char *name)
+{
+    if (!ctx || !name) return -1;
+    pf_stage *s = ctx->st;
+    for (int i = 0; i < s->nout; i++) {
+        pf_stage *to = s->out[i]->to;
+        /* An inserted transfer stands between: its one output names the stage. */
+        if (to->is_transfer && to->nout == 1) to = to->out[0]->to;
+        if (!strcmp(to->name, name)) return i;
+    }
+    return -1;
+}
+
+void pf_stage_drop(pf_stage_ctx *ctx, pf_item *item)
+{
+    if (!item) return;
+    if (ctx) {
+        add64(&ctx->st->dropped, 1);
+        pl_stream_drop(ctx->st->pl->streams, item->source);
+    }
+    pf_item_unref(item);
 }
 
 /* GPU deferred release ------------------------------------------------------------------- */
@@ -438,6 +493,14 @@ static void source_loop(pf_stage_ctx *ctx)
             int64_t seq = s->next_seq;
             pf_mutex_unlock(&s->src_mu);
             if (st == PF_EOF) break;
+            if (st < 0 && s->d.source_errors_leave && !stopping(p)) {
+                /* One stream's failure is not the pipeline's: it leaves, the
+                 * others go on (counted and logged, not the run's status). */
+                add64(&s->errors, 1);
+                PF_LOGW("pipeline '%s': source %s (stream %d) failed and leaves: %s", p->name,
+                        s->name, (int)s->source_ordinal, detail);
+                break;
+            }
             if (st < 0) {
                 fail_item(ctx, st, detail, s->source_ordinal, seq, 1);
                 break;
@@ -480,7 +543,8 @@ static void source_loop(pf_stage_ctx *ctx)
         int32_t src = item.source;
         int64_t iseq = item.seq;
         ctx->blocked_ns = 0;
-        st = emit_item(ctx, &item);
+        pl_stream_in(p->streams, src, t1);
+        st = emit_item(ctx, &item, -1);
         if (st < 0) {
             fail_item(ctx, st, pf_last_error(), src, iseq, 1);
             break;
@@ -492,25 +556,16 @@ static void source_loop(pf_stage_ctx *ctx)
 
 static pf_status acquire_single(pf_stage_ctx *ctx, int *n)
 {
-    pf_stage *s = ctx->st;
-    pf_status st;
-    if (s->ordered) {
-        pf_mutex_lock(&s->in_mu);
-        st = pf_edge_pop(s->in->e, &ctx->batch[0], PF_WAIT_FOREVER);
-        if (st == PF_OK) ctx->ticket = s->next_ticket++;
-        pf_mutex_unlock(&s->in_mu);
-    } else {
-        st = pf_edge_pop(s->in->e, &ctx->batch[0], PF_WAIT_FOREVER);
-    }
+    pf_status st = pl_fanin_pop(ctx, &ctx->batch[0]);
     *n = st == PF_OK ? 1 : 0;
     return st;
 }
 
+/* Forms a batch from the input edges (fanin.c) through the batcher. */
 static pf_status acquire_batch(pf_stage_ctx *ctx, int *n)
 {
     pf_stage *s = ctx->st;
     pf_pipeline *p = s->pl;
-    pf_edge *e = s->in->e;
     pf_batcher *b = s->batcher;
     pf_status res;
     *n = 0;
@@ -520,17 +575,22 @@ static pf_status acquire_batch(pf_stage_ctx *ctx, int *n)
             res = PF_ERR_CANCELLED;
             break;
         }
-        int64_t now = pl_now(p);
+        uint64_t seen = pf_edge_notify_gen(&s->notify);
         /* Everything already queued joins the batcher (fairness needs to
-         * see it), up to the batcher's capacity. */
-        while (!s->in_eos) {
-            int room = s->batch_cap - pf_batcher_count(b);
-            if (room > s->max_batch) room = s->max_batch;
-            if (room <= 0) break;
-            int k = pf_edge_pop_many(e, ctx->batch, room);
+         * see it), up to the batcher's capacity, a share of the room per
+         * edge. In one pass: each edge gives what it has at once, so a
+         * producer blocked on a full edge is woken once per pass, not once
+         * per item. */
+        int room = s->batch_cap - pf_batcher_count(b);
+        int64_t now = pl_now(p);
+        if (room > 0 && !s->in_eos) {
+            int k = pl_fanin_drain(s, ctx->drain, room);
             for (int i = 0; i < k; i++)
-                if (pf_batcher_add(b, &ctx->batch[i], now) != PF_OK) pf_item_unref(&ctx->batch[i]);
-            if (k < room) break;
+                if (pf_batcher_add(b, &ctx->drain[i], now) != PF_OK) pf_item_unref(&ctx->drain[i]);
+        }
+        if (stopping(p)) {
+            res = PF_ERR_CANCELLED;
+            break;
         }
         if (pf_batcher_ready(b, now, s->in_eos)) {
             *n = pf_batcher_take(b, ctx->batch, now);
@@ -542,25 +602,17 @@ static pf_status acquire_batch(pf_stage_ctx *ctx, int *n)
             res = PF_EOF;
             break;
         }
-        int64_t dl = pf_batcher_deadline(b), timeout = PF_WAIT_FOREVER;
+        /* Sleep until an edge changes or the batch's deadline (the batcher
+         * is not full here: a full one holds max_batch and is ready). */
+        int64_t dl = pf_batcher_deadline(b), until = INT64_MAX;
         if (dl != INT64_MAX) {
-            timeout = (dl - now + 999) / 1000;
-            if (timeout < 1) timeout = 1;
+            int64_t left = dl - now;
+            if (left < 1000) left = 1000;
+            /* A fake clock (tests) is polled at least every millisecond. */
+            if (p->clock.now_ns && left > 1000000) left = 1000000;
+            until = pf_time_ns() + left;
         }
-        pf_item it;
-        pf_status st = pf_edge_pop(e, &it, timeout);
-        if (st == PF_OK) {
-            if (pf_batcher_add(b, &it, pl_now(p)) != PF_OK) { /* cannot happen: room was checked */
-                pf_item_unref(&it);
-                res = pf_set_error(PF_ERR_INTERNAL, "stage %s: batcher full", s->name);
-                break;
-            }
-        } else if (st == PF_EOF) {
-            s->in_eos = true;
-        } else if (st < 0) {
-            res = st;
-            break;
-        }
+        pl_fanin_wait(s, seen, until);
     }
     pf_mutex_unlock(&s->in_mu);
     return res;
@@ -656,8 +708,11 @@ static bool run_batch(pf_stage_ctx *ctx, int n)
             pf_trace_span(p->tracer, ctx->track, s->name, tr0, tr1, ctx->m_source[i], ctx->m_seq[i]);
     }
     if (s->nout == 0) {
-        for (int i = 0; i < n; i++)
-            if (ctx->m_tsrc[i] > 0) pf_histogram_record(p->e2e, t1 - ctx->m_tsrc[i]);
+        for (int i = 0; i < n; i++) {
+            int64_t e2e = ctx->m_tsrc[i] > 0 ? t1 - ctx->m_tsrc[i] : -1;
+            if (e2e >= 0) pf_histogram_record(p->e2e, e2e);
+            pl_stream_out(p->streams, ctx->m_source[i], t1, e2e);
+        }
         add64(&p->completed, (uint64_t)n);
     }
     if (st < 0) {
@@ -725,7 +780,6 @@ pf_status pl_stage_prepare(pf_stage *s)
     int mb = s->max_batch;
     s->w = calloc((size_t)s->nthreads, sizeof *s->w);
     if (!s->w) return pf_set_error(PF_ERR_NOMEM, "pf_pipeline_start: out of host memory");
-    pf_mutex_init(&s->in_mu);
     pf_mutex_init(&s->ord_mu);
     pf_cond_init(&s->ord_cv);
     pf_mutex_init(&s->src_mu);
@@ -735,7 +789,8 @@ pf_status pl_stage_prepare(pf_stage *s)
     if (mb > 1) {
         pf_batch_params bp = s->d.batch;
         bp.max_batch = mb;
-        s->batch_cap = mb + (s->in ? s->in->params.capacity : 0);
+        s->batch_cap = mb;
+        for (int i = 0; i < s->nin; i++) s->batch_cap += s->in[i]->params.capacity;
         pf_status st = pf_batcher_create(&bp, s->batch_cap, &s->batcher);
         if (st != PF_OK) return st;
     }
@@ -745,6 +800,8 @@ pf_status pl_stage_prepare(pf_stage *s)
         c->index = k;
         c->ticket = -1;
         c->batch = calloc((size_t)mb, sizeof *c->batch);
+        if (s->batcher && !(c->drain = calloc((size_t)s->batch_cap, sizeof *c->drain)))
+            return pf_set_error(PF_ERR_NOMEM, "pf_pipeline_start: out of host memory");
         c->m_source = calloc((size_t)mb, sizeof *c->m_source);
         c->m_seq = calloc((size_t)mb, sizeof *c->m_seq);
         c->m_tsrc = calloc((size_t)mb, sizeof *c->m_tsrc);
@@ -809,12 +866,12 @@ void pl_stage_release(pf_stage *s)
         free(c->gspan_seq);
         pf_stream_destroy(&c->stream);
         free(c->batch);
+        free(c->drain);
         free(c->m_source);
         free(c->m_seq);
         free(c->m_tsrc);
     }
     pf_batcher_destroy(&s->batcher);
-    pf_mutex_destroy(&s->in_mu);
     pf_mutex_destroy(&s->ord_mu);
     pf_cond_destroy(&s->ord_cv);
     pf_mutex_destroy(&s->src_mu);

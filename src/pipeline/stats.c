@@ -6,7 +6,9 @@
  * or now), so a stage that finished early is not diluted by the rest of the
  * run. The bottleneck is the stage with the highest busy fraction: time spent
  * inside its source/process function, less the time it sat blocked in emit
- * waiting for room downstream, over its running time and threads. */
+ * waiting for room downstream, over its running time and threads.
+ * Per-stream figures (streams.c) follow the stages in the table when there
+ * are several streams, and are always in the JSON ("streams"). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +66,7 @@ static pf_status snapshot(pf_pipeline *p, pf_pipeline_stats *out)
         for (int k = 0; k <= PF_STATS_MAX_BATCH; k++) ss->batch_hist[k] = ld(&s->batch_hist[k]);
         ss->is_transfer = s->is_transfer;
         ss->transfers = ld(&s->transfers);
+        ss->dropped = ld(&s->dropped);
         out->transfers += ss->transfers;
         if (started && ss->busy_fraction > best) {
             best = ss->busy_fraction;
@@ -84,6 +87,8 @@ static pf_status snapshot(pf_pipeline *p, pf_pipeline_stats *out)
         es->to = e->to->name;
         out->dropped += es->dropped;
     }
+    out->num_streams = pl_streams_snapshot(p->streams, &p->snap_streams, &p->snap_nstr, now);
+    out->streams = p->snap_streams;
     out->num_stages = p->nstages;
     out->num_edges = p->nedges;
     out->stages = p->snap_stages;
@@ -137,6 +142,20 @@ pf_status pf_pipeline_print_stats(pf_pipeline *p, FILE *f)
     if (s.bottleneck >= 0)
         fprintf(f, "bottleneck: %s (busy %.1f%%)\n", s.stages[s.bottleneck].name,
                 100 * s.stages[s.bottleneck].busy_fraction);
+    for (int i = 0; i < s.num_stages; i++)
+        if (s.stages[i].dropped)
+            fprintf(f, "stage %s dropped %" PRIu64 " item(s) on purpose\n", s.stages[i].name,
+                    s.stages[i].dropped);
+    if (s.num_streams > 1) {
+        fprintf(f, "%-10s %10s %10s %9s %10s %10s %10s\n", "stream", "in", "out", "dropped",
+                "fps", "e2e p50 us", "e2e p99 us");
+        for (int i = 0; i < s.num_streams; i++) {
+            const pf_stream_stats *t = &s.streams[i];
+            fprintf(f, "%-10d %10" PRIu64 " %10" PRIu64 " %9" PRIu64 " %10.1f %10.1f %10.1f\n",
+                    (int)t->source, t->items_in, t->items_out, t->dropped, t->fps, t->e2e_p50_us,
+                    t->e2e_p99_us);
+        }
+    }
     fprintf(f, "%-40s %5s %-12s %10s %10s %9s %9s %7s %5s\n", "edge", "cap", "policy", "pushed",
             "popped", "dropped", "cancelled", "depth", "max");
     for (int i = 0; i < s.num_edges; i++) {
@@ -205,8 +224,8 @@ pf_status pf_pipeline_write_stats_json(pf_pipeline *p, FILE *f)
                 fprintf(f, "%s\"%d\":%" PRIu64, first ? "" : ",", k, ss->batch_hist[k]);
                 first = false;
             }
-        fprintf(f, "},\"is_transfer\":%s,\"transfers\":%" PRIu64 "}",
-                ss->is_transfer ? "true" : "false", ss->transfers);
+        fprintf(f, "},\"is_transfer\":%s,\"transfers\":%" PRIu64 ",\"dropped\":%" PRIu64 "}",
+                ss->is_transfer ? "true" : "false", ss->transfers, ss->dropped);
     }
     fprintf(f, "],\"edges\":[");
     for (int i = 0; i < s.num_edges; i++) {
@@ -221,6 +240,15 @@ pf_status pf_pipeline_write_stats_json(pf_pipeline *p, FILE *f)
                 ",\"depth_mean\":%.4f,\"depth_max\":%d}",
                 es->capacity, pf_edge_policy_name(es->policy), es->pushed, es->popped,
                 es->dropped, es->cancelled, fin(es->depth_mean), es->depth_max);
+    }
+    fprintf(f, "],\"streams\":[");
+    for (int i = 0; i < s.num_streams; i++) {
+        const pf_stream_stats *t = &s.streams[i];
+        fprintf(f,
+                "%s{\"source\":%d,\"items_in\":%" PRIu64 ",\"items_out\":%" PRIu64
+                ",\"dropped\":%" PRIu64 ",\"fps\":%.3f,\"e2e_us\":{\"p50\":%.3f,\"p99\":%.3f}}",
+                i ? "," : "", (int)t->source, t->items_in, t->items_out, t->dropped, fin(t->fps),
+                fin(t->e2e_p50_us), fin(t->e2e_p99_us));
     }
     fprintf(f, "]}\n");
     return ferror(f) ? pf_set_error(PF_ERR_IO, "pf_pipeline_write_stats_json: write failed") : PF_OK;

@@ -83,7 +83,9 @@ typedef struct ystage {
     pf_stage_param params[YL_MAX_PARAMS];
     char *joined[YL_MAX_PARAMS]; /* owned list values */
     int nparams;
-    int input;                 /* edge index feeding it, or -1 */
+    int input;                 /* an edge feeding it (the last listed), or -1 */
+    yaml_node_t *inputs;       /* `inputs:` (a name or a list of names), or NULL */
+    bool errors_leave;         /* on_error: leave (sources) */
     int noutputs;
 } ystage;
 
@@ -237,7 +239,8 @@ static pf_status expect(const yl *y, const yaml_node_t *n, yaml_node_type_t t, c
 /* Stages -------------------------------------------------------------------------------- */
 
 static const char *const stage_keys =
-    "name, type, device, threads, ordered, batch, fps, count, or the type's parameters";
+    "name, type, device, threads, ordered, batch, inputs, fps, count, on_error, or the type's "
+    "parameters";
 
 static pf_status add_param(yl *y, ystage *s, const char *key, yaml_node_t *kn, yaml_node_t *vn)
 {
@@ -331,7 +334,7 @@ static pf_status parse_stage(yl *y, ystage *s, yaml_node_t *n)
     memset(s, 0, sizeof *s);
     s->line = line_of(n);
     s->input = -1;
-    yaml_node_t *fps_k = NULL, *fps_v = NULL, *count_k = NULL, *count_v = NULL;
+    yaml_node_t *fps_k = NULL, *fps_v = NULL, *count_k = NULL, *count_v = NULL, *on_error_k = NULL;
     const char *fps_key = NULL, *count_key = NULL;
     pair_iter it = {y, n, n->data.mapping.pairs.start};
     for (;;) {
@@ -354,6 +357,17 @@ static pf_status parse_stage(yl *y, ystage *s, yaml_node_t *n)
             st = bool_value(y, v, "ordered", &s->ordered);
         } else if (!strcmp(key, "batch")) {
             st = parse_batch(y, s, v);
+        } else if (!strcmp(key, "inputs")) {
+            s->inputs = v; /* names resolved once every stage is known */
+        } else if (!strcmp(key, "on_error")) {
+            const char *how;
+            st = nonempty(y, v, "on_error", &how);
+            if (st == PF_OK && strcmp(how, "stop") && strcmp(how, "leave"))
+                st = yl_error(y, line_of(v), PF_ERR_FORMAT,
+                              "stage '%s': on_error '%s': expected stop|leave",
+                              s->name ? s->name : "?", how);
+            s->errors_leave = st == PF_OK && !strcmp(how, "leave");
+            on_error_k = kn;
         } else if (!strcmp(key, "fps")) {
             fps_key = key, fps_k = kn, fps_v = v;
         } else if (!strcmp(key, "count")) {
@@ -380,6 +394,9 @@ static pf_status parse_stage(yl *y, ystage *s, yaml_node_t *n)
         return yl_error(y, s->type_line, PF_ERR_FORMAT,
                         "stage '%s': unknown stage type '%s' (known: %s)", s->name, s->type, list);
     }
+    if (on_error_k && s->kind != PF_BUILTIN_SOURCE)
+        return yl_error(y, line_of(on_error_k), PF_ERR_FORMAT,
+                        "stage '%s': 'on_error' applies to sources only", s->name);
     /* Pacing and length belong to sources; a source type takes them as
      * parameters (so a C user sets them the same way). */
     const char *gk[2] = {fps_key, count_key};
@@ -502,10 +519,57 @@ static pf_status parse_edges(yl *y, yaml_node_t *n)
     return PF_OK;
 }
 
-/* Without `edges`: the stages form a chain in the order listed. */
+/* A stage's `inputs: [a, b]` (or `inputs: a`): one default edge from each,
+ * appended after the `edges` list. */
+static pf_status inputs_edges(yl *y)
+{
+    int extra = 0;
+    for (int i = 0; i < y->nstages; i++) {
+        yaml_node_t *n = y->stages[i].inputs;
+        if (!n) continue;
+        if (n->type == YAML_SEQUENCE_NODE)
+            extra += (int)(n->data.sequence.items.top - n->data.sequence.items.start);
+        else
+            extra++;
+    }
+    if (y->nedges + extra > YL_MAX_EDGES)
+        return yl_error(y, 0, PF_ERR_FORMAT, "%d edges with the stages' inputs; at most %d",
+                        y->nedges + extra, YL_MAX_EDGES);
+    yedge *ne = realloc(y->edges, (size_t)(y->nedges + extra + 1) * sizeof *ne);
+    if (!ne) return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", y->file);
+    y->edges = ne;
+    for (int i = 0; i < y->nstages; i++) {
+        yaml_node_t *n = y->stages[i].inputs;
+        if (!n) continue;
+        int count = 1;
+        if (n->type == YAML_SEQUENCE_NODE) {
+            count = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
+            if (count == 0)
+                return yl_error(y, line_of(n), PF_ERR_FORMAT, "stage '%s': 'inputs' is empty",
+                                y->stages[i].name);
+        }
+        for (int k = 0; k < count; k++) {
+            yaml_node_t *v = n->type == YAML_SEQUENCE_NODE
+                                 ? yaml_document_get_node(&y->doc, n->data.sequence.items.start[k])
+                                 : n;
+            yedge *e = &y->edges[y->nedges];
+            memset(e, 0, sizeof *e);
+            pf_status st = stage_ref(y, v, "inputs", &e->from);
+            if (st != PF_OK) return st;
+            e->to = i;
+            e->line = e->from_line = line_of(v);
+            e->to_line = y->stages[i].name_line;
+            e->params = pf_edge_params_default();
+            y->nedges++;
+        }
+    }
+    return PF_OK;
+}
+
+/* Without `edges` or `inputs`: the stages form a chain in the order listed. */
 static pf_status chain_edges(yl *y)
 {
-    y->edges = calloc((size_t)y->nstages, sizeof *y->edges);
+    y->edges = calloc(y->nstages > 0 ? (size_t)y->nstages : 1, sizeof *y->edges);
     if (!y->edges) return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", y->file);
     for (int i = 0; i + 1 < y->nstages; i++) {
         yedge *e = &y->edges[y->nedges++];
@@ -517,8 +581,48 @@ static pf_status chain_edges(yl *y)
     return PF_OK;
 }
 
-/* One input per stage, none for sources, no outputs from sinks, no cycles,
- * every non-source fed. */
+/* Depth-first search upstream (against the edges) from stage v for a cycle.
+ * nodes[0..depth] is the path walked (nodes[j] fed nodes[j - 1]). On finding
+ * one, fills cyc[] with its stages in downstream order starting at its
+ * first stage and returns the count; 0 when none is reachable from v. */
+static int find_cycle(const yl *y, int v, int *color, int *nodes, int depth, int *cyc)
+{
+    color[v] = 1;
+    nodes[depth] = v;
+    for (int i = 0; i < y->nedges; i++) {
+        const yedge *e = &y->edges[i];
+        if (e->to != v) continue;
+        int u = e->from;
+        if (color[u] == 1) {
+            /* u is on the path: u -> v (= nodes[depth]) -> nodes[depth-1] ... -> u */
+            int k = depth;
+            while (k > 0 && nodes[k] != u) k--;
+            int n = 0;
+            cyc[n++] = u;
+            for (int j = depth; j > k; j--) cyc[n++] = nodes[j];
+            return n;
+        }
+        if (color[u] == 0) {
+            int n = find_cycle(y, u, color, nodes, depth + 1, cyc);
+            if (n) return n;
+        }
+    }
+    color[v] = 2;
+    return 0;
+}
+
+/* The line of the edge a -> b listed last (the one that closed the cycle). */
+static int last_edge(const yl *y, int a, int b)
+{
+    int last = -1;
+    for (int i = 0; i < y->nedges; i++)
+        if (y->edges[i].from == a && y->edges[i].to == b) last = i;
+    return last;
+}
+
+/* No input for sources, no outputs from sinks, each pair of stages joined
+ * at most once, no cycles, every non-source fed. A stage may have several
+ * inputs (fan-in: a muxer). */
 static pf_status check_graph(yl *y)
 {
     for (int i = 0; i < y->nedges; i++) {
@@ -535,52 +639,40 @@ static pf_status check_graph(yl *y)
         if (e->from == e->to)
             return yl_error(y, e->line, PF_ERR_FORMAT, "edge '%s' -> '%s' is a cycle onto itself",
                             from->name, to->name);
-        if (to->input >= 0)
-            return yl_error(y, e->to_line, PF_ERR_FORMAT,
-                            "stage '%s' already has an input (from '%s', line %d); a stage takes "
-                            "one input (fan-in is not supported)",
-                            to->name, y->stages[y->edges[to->input].from].name,
-                            y->edges[to->input].line);
+        for (int j = 0; j < i; j++)
+            if (y->edges[j].from == e->from && y->edges[j].to == e->to)
+                return yl_error(y, e->line, PF_ERR_FORMAT,
+                                "edge '%s' -> '%s' is listed twice (first on line %d)", from->name,
+                                to->name, y->edges[j].line);
         to->input = i;
         from->noutputs++;
     }
-    /* Each stage has at most one input, so a cycle is found by following
-     * inputs upstream: at most nstages steps unless we go round. */
+    int *color = calloc((size_t)y->nstages * 3, sizeof *color);
+    if (!color) return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", y->file);
+    int *nodes = color + y->nstages, *cyc = nodes + y->nstages;
     for (int i = 0; i < y->nstages; i++) {
-        int cur = i, steps = 0;
-        while (y->stages[cur].input >= 0 && steps <= y->nstages) {
-            cur = y->edges[y->stages[cur].input].from;
-            steps++;
-            if (cur != i) continue;
-            /* i is on a cycle. Report the cycle's edge listed last, with the
-             * loop spelled out from the stage it feeds. */
-            int last = y->stages[i].input, k = i;
-            do {
-                if (y->stages[k].input > last) last = y->stages[k].input;
-                k = y->edges[y->stages[k].input].from;
-            } while (k != i);
-            int head = y->edges[last].to;
-            /* Upstream from head: head <- c[1] <- ... <- c[n-1] <- head;
-             * printed downstream, that is head -> c[n-1] -> ... -> c[1] -> head. */
-            int *c = malloc((size_t)y->nstages * sizeof *c);
-            if (!c) return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", y->file);
-            int n = 0;
-            k = head;
-            do {
-                c[n++] = k;
-                k = y->edges[y->stages[k].input].from;
-            } while (k != head && n < y->nstages);
-            char loop[1024];
-            size_t len = (size_t)snprintf(loop, sizeof loop, "%s", y->stages[head].name);
-            for (int j = n - 1; j >= 1 && len < sizeof loop; j--)
-                len += (size_t)snprintf(loop + len, sizeof loop - len, " -> %s",
-                                        y->stages[c[j]].name);
-            if (len < sizeof loop)
-                snprintf(loop + len, sizeof loop - len, " -> %s", y->stages[head].name);
-            free(c);
-            return yl_error(y, y->edges[last].line, PF_ERR_FORMAT, "edges form a cycle: %s", loop);
+        if (color[i]) continue;
+        int n = find_cycle(y, i, color, nodes, 0, cyc);
+        if (!n) continue;
+        /* Report the cycle's edge listed last, the loop spelled out from the
+         * stage it feeds. */
+        int last = -1, head = 0;
+        for (int k = 0; k < n; k++) {
+            int ei = last_edge(y, cyc[k], cyc[(k + 1) % n]);
+            if (ei > last) {
+                last = ei;
+                head = (k + 1) % n;
+            }
         }
+        char loop[1024];
+        size_t len = 0;
+        for (int k = 0; k <= n && len < sizeof loop; k++)
+            len += (size_t)snprintf(loop + len, sizeof loop - len, "%s%s", k ? " -> " : "",
+                                    y->stages[cyc[(head + k) % n]].name);
+        free(color);
+        return yl_error(y, y->edges[last].line, PF_ERR_FORMAT, "edges form a cycle: %s", loop);
     }
+    free(color);
     for (int i = 0; i < y->nstages; i++) {
         ystage *s = &y->stages[i];
         if (s->kind != PF_BUILTIN_SOURCE && s->input < 0)
@@ -639,7 +731,10 @@ static pf_status parse_root(yl *y, yaml_node_t *root)
     st = parse_stages(y, stages);
     if (st != PF_OK) return st;
     y->has_edges = edges != NULL;
-    st = edges ? parse_edges(y, edges) : chain_edges(y);
+    bool any_inputs = false;
+    for (int i = 0; i < y->nstages; i++) any_inputs |= y->stages[i].inputs != NULL;
+    st = edges ? parse_edges(y, edges) : any_inputs ? PF_OK : chain_edges(y);
+    if (st == PF_OK && any_inputs) st = inputs_edges(y);
     if (st != PF_OK) return st;
     return check_graph(y);
 }
@@ -741,6 +836,7 @@ static pf_status build(yl *y, const pf_pipeline_yaml_params *prm, pf_pipeline **
             d.batch.max_delay_us = s->batch_delay;
         }
         if (s->kind == PF_BUILTIN_SOURCE && prm->count > 0) d.max_items = prm->count;
+        d.source_errors_leave = s->errors_leave;
         st = pf_pipeline_add_stage(p, &d, &handles[i]);
         if (st != PF_OK) {
             char msg[768];
