@@ -59,8 +59,15 @@ int pl_fanin_drain(pf_stage *s, pf_item *out, int max)
             pf_status state;
             int want = max - n < share ? max - n : share;
             int got = pf_edge_take(s->in[i]->e, out + n, want, &state);
-            if (state == PF_ERR_CANCELLED) return PF_ERR_CANCELLED;
             n += got;
+            if (state == PF_ERR_CANCELLED) {
+                /* What earlier edges of this pass gave is ours to release:
+                 * the caller sees only the cancel (an ASan run of test_mux
+                 * caught these items leaking when one edge was cancelled
+                 * after another had given some). */
+                for (int j = 0; j < n; j++) pf_item_unref(&out[j]);
+                return PF_ERR_CANCELLED;
+            }
             if (got > 0) {
                 took = true;
                 s->in_rr = (i + 1) % s->nin;
