@@ -402,6 +402,50 @@ static void test_tcp_reconnect(void)
     CHECK(rs.frames_missed >= 10);
 }
 
+/* low_latency: packets straight to the decoder (no frame parser): every
+ * frame still decodes, undamaged; a live stream that ends without retries
+ * ends the reader with PF_EOF once it gave frames. */
+static void test_tcp_low_latency(void)
+{
+    if (!have_ffmpeg_tool()) {
+        printf("     SKIP: no ffmpeg tool or no FFmpeg in the build\n");
+        return;
+    }
+    int port = free_port(SOCK_STREAM);
+    REQUIRE(port > 0);
+    char listen_url[128], url[128];
+    snprintf(listen_url, sizeof listen_url, "tcp://127.0.0.1:%d?listen=1", port);
+    snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
+    pid_t feeder = feeder_start(listen_url, 1.5);
+    REQUIRE(feeder > 0);
+    pf_video_reader_params p = pf_video_reader_params_default();
+    p.path = url;
+    p.low_latency = true;
+    pf_video_reader *r = NULL;
+    pf_status st = PF_ERR_IO;
+    for (int i = 0; i < 50 && st != PF_OK; i++) {
+        st = pf_video_reader_create(&p, &r);
+        if (st != PF_OK) sleep_ms(100);
+    }
+    int n = 0;
+    if (st == PF_OK) {
+        pf_frame f = {0};
+        while ((st = pf_video_reader_read(r, &f)) == PF_OK) {
+            n++;
+            pf_frame_unref(&f);
+        }
+    }
+    pf_video_reader_stats rs = {0};
+    if (r) pf_video_reader_get_stats(r, &rs);
+    pf_video_reader_destroy(&r);
+    feeder_stop(&feeder);
+    printf("     tcp low_latency: %d frames, %llu damaged, end %s\n", n,
+           (unsigned long long)rs.corrupt_packets, pf_status_str(st));
+    CHECK_EQ_INT(st, PF_EOF);
+    CHECK(n >= 40);
+    CHECK_EQ_INT(rs.corrupt_packets, 0);
+}
+
 static void test_udp(void)
 {
     if (!have_ffmpeg_tool()) {
@@ -454,6 +498,7 @@ int main(void)
     PF_RUN(test_silent_server_times_out);
     PF_RUN(test_realtime_file);
     PF_RUN(test_tcp_reconnect);
+    PF_RUN(test_tcp_low_latency);
     PF_RUN(test_udp);
     return pf_test_finish();
 }

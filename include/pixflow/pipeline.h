@@ -339,7 +339,8 @@ PF_API const char *pf_stage_name(const pf_stage *stage);
  *     source 0 | memory host|pinned (pinned on a CUDA stage) | fps 0 |
  *     count 0 | raw_width, raw_height, raw_format (container raw) |
  *     realtime bool (false: a file at its own frame rate, by pts) |
- *     live inputs: retries 0 (reopens in a row after an error, stall or
+ *     live inputs: low_latency bool (false: see pf_video_reader_params) |
+ *     retries 0 (reopens in a row after an error, stall or
  *     end; -1 forever) | retry_delay_ms 500 (doubled per failed attempt)
  *     | retry_max_delay_ms 8000 | open_timeout_ms 10000 | read_timeout_ms
  *     5000 (no packet that long = a stall) | protocols LIST (comma-

@@ -343,6 +343,12 @@ static void open_options(const pf_video_reader_params *p, bool live, AVDictionar
     char scheme[16];
     pf_io_url_scheme(p->path, scheme, sizeof scheme);
     if (!strcmp(scheme, "udp")) av_dict_set(opts, "overrun_nonfatal", "1", 0);
+    /* FFmpeg's frame parser holds each frame until the next one starts
+     * (it cannot tell where a frame ends before): one frame of latency on
+     * top of MPEG-TS's own (a video PES without a length ends at the next).
+     * Without it every packet must be one whole frame, which senders that
+     * put a frame per PES (FFmpeg, GStreamer, cameras) do. */
+    if (p->low_latency) av_dict_set(opts, "fflags", "noparse+nofillin", 0);
 }
 
 pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_peeked *in,

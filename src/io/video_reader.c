@@ -679,18 +679,19 @@ static void live_timestamps(pf_video_reader *r, pf_frame *f)
  * error. */
 static pf_status reopen(pf_video_reader *r, pf_status st, pf_frame *f)
 {
+    /* Messages of the reader and the decoder start with the name already. */
     char why[512];
-    snprintf(why, sizeof why, "%s", st == PF_EOF ? "the stream ended" : pf_last_error());
-    if (r->stats.frames > 0 && r->last_frame_ns == 0) r->last_frame_ns = pf_time_ns();
-    PF_LOGW("%s: %s; reconnecting (retries %d, first delay %lld ms)", r->name, why,
-            r->p.retries, (long long)r->p.retry_delay_ms);
+    if (st == PF_EOF) snprintf(why, sizeof why, "%s: the stream ended", r->name);
+    else snprintf(why, sizeof why, "%s", pf_last_error());
+    PF_LOGW("%s; reconnecting (retries %d, first delay %lld ms)", why, r->p.retries,
+            (long long)r->p.retry_delay_ms);
     int64_t delay = r->p.retry_delay_ms;
     for (;;) {
         if (r->p.retries >= 0 && r->attempts >= r->p.retries) {
-            PF_LOGW("%s: giving up after %d reconnect attempts (%s)", r->name, r->attempts, why);
+            PF_LOGW("%s: giving up after %d reconnect attempts", r->name, r->attempts);
             if (r->stats.frames > 0) return PF_EOF;
-            return pf_set_error(st == PF_EOF ? PF_ERR_IO : st, "%s: %s; %d reconnect attempts "
-                                "failed", r->name, why, r->attempts);
+            return pf_set_error(st == PF_EOF ? PF_ERR_IO : st, "%s; %d reconnect attempts failed",
+                                why, r->attempts);
         }
         r->attempts++;
         sleep_ns(delay * 1000000);
@@ -712,9 +713,10 @@ static pf_status reopen(pf_video_reader *r, pf_status st, pf_frame *f)
             r->reopened = r->last_frame_ns != 0;
             return PF_OK;
         }
-        snprintf(why, sizeof why, "%s", st == PF_EOF ? "no frames" : pf_last_error());
+        if (st == PF_EOF) snprintf(why, sizeof why, "%s: no frames", r->name);
+        else snprintf(why, sizeof why, "%s", pf_last_error());
         r->stats.reconnect_failures++;
-        PF_LOGW("%s: reconnect attempt %d failed: %s", r->name, r->attempts, why);
+        PF_LOGW("%s (reconnect attempt %d)", why, r->attempts);
     }
 }
 

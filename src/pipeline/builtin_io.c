@@ -129,10 +129,11 @@ pf_status bi_video_source_create(bi_args *a, pf_stage_desc *d)
     if (st == PF_OK) st = bi_int(a, "raw_width", 0, 0, PF_FRAME_MAX_DIM, &rw);
     if (st == PF_OK) st = bi_int(a, "raw_height", 0, 0, PF_FRAME_MAX_DIM, &rh);
     if (st == PF_OK) st = bi_pixfmt(a, "raw_format", PF_PIXFMT_NONE, false, &rawfmt);
-    bool realtime = false;
+    bool realtime = false, low_latency = false;
     int64_t retries, rdelay, rmax, otmo, rtmo;
     const char *protocols = bi_str(a, "protocols");
     if (st == PF_OK) st = bi_bool(a, "realtime", false, &realtime);
+    if (st == PF_OK) st = bi_bool(a, "low_latency", false, &low_latency);
     if (st == PF_OK) st = bi_int(a, "retries", 0, -1, INT32_MAX, &retries);
     if (st == PF_OK) st = bi_int(a, "retry_delay_ms", 500, 0, 3600000, &rdelay);
     if (st == PF_OK) st = bi_int(a, "retry_max_delay_ms", rdelay > 8000 ? rdelay : 8000, rdelay,
@@ -153,6 +154,7 @@ pf_status bi_video_source_create(bi_args *a, pf_stage_desc *d)
         s->rp.container = s->container;
         s->rp.protocols = s->protocols;
         s->rp.realtime = realtime;
+        s->rp.low_latency = low_latency;
         s->rp.retries = (int)retries;
         s->rp.retry_delay_ms = rdelay;
         s->rp.retry_max_delay_ms = rmax;

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# CLI tests of live sources (registered by tests/live_sources_cli.cmake):
+# `pixflow run` of a YAML whose io.video_source reads a URL served on
+# loopback by ffmpeg feeders this script starts and stops itself.
+#
+#   live_sources_cli.sh CASE PIXFLOW WORKDIR
+#
+# CASE:
+#   tcp_reconnect  MPEG-TS over TCP (-re); the feeder is killed mid-run and
+#                  restarted: the run goes on, logs the reconnect and the gap,
+#                  ends with exit 0 when the stream ends for good (bounded
+#                  retries), writes every frame it counted; the URL's
+#                  password is in no output (stderr, --json, the trace)
+#   udp            MPEG-TS over UDP (-re): frames arrive at the sender's pace,
+#                  the end of the stream (a stall) ends the run with exit 0
+#   dead           a closed port and a missing camera: exit 1 naming the
+#                  (redacted) URL or the device, never 0 frames and exit 0
+# Exit 0 pass, 1 fail (the failing check is printed), 77 skip.
+set -u
+case_name=${1:?case}
+PIXFLOW=${2:?pixflow binary}
+WORK=${3:?work directory}
+export PIXFLOW_DEVICE=cpu
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$WORK" || exit 1
+command -v ffmpeg >/dev/null || { echo "SKIP: no ffmpeg tool"; exit 77; }
+
+feeders=()
+cleanup() {
+    for p in "${feeders[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+    feeders=()
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+# A free loopback port (bound, then released).
+free_port() {
+    python3 -c 'import socket,sys; s=socket.socket(socket.AF_INET, getattr(socket, sys.argv[1])); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' "$1"
+}
+
+# feed URL SECONDS: ffmpeg -re sending a 30 fps test pattern as MPEG-TS; pid in $feeder.
+feed() {
+    # Not under timeout(1): $! must be ffmpeg itself, to kill it mid-stream;
+    # -t bounds it, and the EXIT trap kills one still waiting for a client.
+    ffmpeg -hide_banner -nostdin -loglevel error -re \
+        -f lavfi -i testsrc=size=320x240:rate=30 -t "$2" -c:v libx264 -preset ultrafast \
+        -tune zerolatency -g 15 -f mpegts "$1" &
+    feeder=$!
+    feeders+=("$feeder")
+}
+
+# yaml URL EXTRA: a pipeline reading URL into out.y4m.
+yaml() {
+    cat > live.yaml <<YAML
+name: live
+trace: trace.json
+stages:
+  - name: cam
+    type: io.video_source
+    path: "$1"
+$2
+  - name: out
+    type: io.video_sink
+    path: out.y4m
+edges:
+  - {from: cam, to: out}
+YAML
+}
+
+frames_of() {
+    python3 -c 'import sys; print(open(sys.argv[1], "rb").read().count(b"FRAME\n"))' "$1" 2>/dev/null || echo 0
+}
+
+case $case_name in
+tcp_reconnect)
+    port=$(free_port SOCK_STREAM)
+    feed "tcp://127.0.0.1:$port?listen=1" 20
+    yaml "tcp://viewer:hunter2@127.0.0.1:$port" "    retries: 10
+    retry_delay_ms: 100
+    retry_max_delay_ms: 300
+    read_timeout_ms: 2000"
+    sleep 0.5 # the feeder listens
+    timeout 60 "$PIXFLOW" run live.yaml --json > run.json 2> run.err &
+    run=$!
+    sleep 1.5
+    kill -9 "$feeder"; wait "$feeder" 2>/dev/null
+    sleep 0.7
+    feed "tcp://127.0.0.1:$port?listen=1" 1.5
+    wait "$run"; rc=$?
+    cat run.err
+    [ "$rc" = 0 ] || fail "exit status $rc"
+    grep -q "stream resumed after" run.err || fail "no resume logged"
+    grep -q "1 reconnects" run.err || fail "no reconnect counted in the source's summary"
+    grep -Eq "about [1-9][0-9]* frames missed" run.err || fail "no missed frames counted"
+    n=$(frames_of out.y4m)
+    items=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["items_out"])' run.json 2>/dev/null ||
+            grep -o '"items_out": *[0-9]*' run.json | head -1 | grep -o '[0-9]*$')
+    echo "frames written: $n, JSON: $items"
+    [ "$n" -ge 50 ] || fail "only $n frames written (expected the first feeder's and the second's)"
+    [ "$n" = "$items" ] || fail "$n frames written, $items items counted"
+    for f in run.err run.json trace.json; do
+        [ -f "$f" ] || continue
+        ! grep -q hunter2 "$f" || fail "the password appears in $f"
+    done
+    grep -q "viewer:\*\*\*@127.0.0.1" run.err || fail "the redacted URL is not in the log"
+    ;;
+udp)
+    port=$(free_port SOCK_DGRAM)
+    feed "udp://127.0.0.1:$port" 3
+    yaml "udp://127.0.0.1:$port" "    read_timeout_ms: 700
+    open_timeout_ms: 2000
+    retries: 1
+    retry_delay_ms: 100"
+    start=$(date +%s.%N)
+    timeout 60 "$PIXFLOW" run live.yaml > run.out 2> run.err; rc=$?
+    took=$(echo "$(date +%s.%N) - $start" | bc)
+    cat run.err
+    [ "$rc" = 0 ] || fail "exit status $rc"
+    n=$(frames_of out.y4m)
+    echo "udp: $n frames in $took s"
+    [ "$n" -ge 45 ] || fail "only $n frames"
+    # read at the sender's pace: n frames at 30 fps take n/30 s at least
+    python3 -c "import sys; sys.exit(0 if $took >= $n/30.0 - 0.5 else 1)" ||
+        fail "$n frames in $took s: faster than the sender"
+    ;;
+dead)
+    port=$(free_port SOCK_STREAM)
+    yaml "rtsp://admin:hunter2@127.0.0.1:$port/stream" ""
+    timeout 30 "$PIXFLOW" run live.yaml > run.out 2> run.err; rc=$?
+    cat run.err
+    [ "$rc" = 1 ] || fail "closed port: exit status $rc"
+    grep -q "rtsp://admin:\*\*\*@127.0.0.1:$port/stream" run.err || fail "the URL is not named"
+    ! grep -q hunter2 run.err run.out || fail "the password appears"
+    yaml "/dev/video99" ""
+    timeout 30 "$PIXFLOW" run live.yaml > run.out 2> run.err; rc=$?
+    cat run.err
+    [ "$rc" = 1 ] || fail "missing camera: exit status $rc"
+    grep -q "/dev/video99: no such camera" run.err || fail "the camera is not named"
+    yaml "ftp://127.0.0.1:$port/x.ts" ""
+    timeout 30 "$PIXFLOW" run live.yaml > run.out 2> run.err; rc=$?
+    cat run.err
+    [ "$rc" = 1 ] || fail "ftp: exit status $rc"
+    grep -q "protocol 'ftp' is not allowed" run.err || fail "the protocol is not named"
+    ;;
+*) echo "unknown case $case_name"; exit 2 ;;
+esac
+echo PASS
