@@ -13,6 +13,9 @@
 #                  password is in no output (stderr, --json, the trace)
 #   udp            MPEG-TS over UDP (-re): frames arrive at the sender's pace,
 #                  the end of the stream (a stall) ends the run with exit 0
+#   mux            two live streams and a file through `mux` and `demux`; one
+#                  feeder killed and restarted: every stream keeps its frames,
+#                  the file all of them, the run ends when all have ended
 #   dead           a closed port and a missing camera: exit 1 naming the
 #                  (redacted) URL or the device, never 0 frames and exit 0
 # Exit 0 pass, 1 fail (the failing check is printed), 77 skip.
@@ -143,6 +146,44 @@ dead)
     cat run.err
     [ "$rc" = 1 ] || fail "ftp: exit status $rc"
     grep -q "protocol 'ftp' is not allowed" run.err || fail "the protocol is not named"
+    ;;
+mux)
+    # Two live TCP streams and a file through the stream muxer and back out
+    # by source id; stream 0's feeder is killed mid-run and restarted.
+    ffmpeg -hide_banner -nostdin -loglevel error -f lavfi -i testsrc=size=320x240:rate=30 \
+        -frames:v 45 -pix_fmt yuv420p -f yuv4mpegpipe file.y4m || fail "cannot make file.y4m"
+    p0=$(free_port SOCK_STREAM); p1=$(free_port SOCK_STREAM)
+    feed "tcp://127.0.0.1:$p0?listen=1" 20; f0=$feeder
+    feed "tcp://127.0.0.1:$p1?listen=1" 3
+    live_keys="retries: 10, retry_delay_ms: 100, retry_max_delay_ms: 300, read_timeout_ms: 2000"
+    cat > mux.yaml <<YAML
+name: live-mux
+stages:
+  - {name: cam0, type: io.video_source, source: 0, path: "tcp://127.0.0.1:$p0", $live_keys}
+  - {name: cam1, type: io.video_source, source: 1, path: "tcp://127.0.0.1:$p1", $live_keys}
+  - {name: file, type: io.video_source, source: 2, path: file.y4m, realtime: true}
+  - {name: mux, type: mux, inputs: [cam0, cam1, file], batch_size: 3, timeout_us: 20000}
+  - {name: demux, type: demux, inputs: mux, routes: "0:out0,1:out1,2:out2"}
+  - {name: out0, type: io.video_sink, inputs: demux, path: out0.y4m}
+  - {name: out1, type: io.video_sink, inputs: demux, path: out1.y4m}
+  - {name: out2, type: io.video_sink, inputs: demux, path: out2.y4m}
+YAML
+    sleep 0.5
+    timeout 60 "$PIXFLOW" run mux.yaml > run.out 2> run.err &
+    run=$!
+    sleep 1.5
+    kill -9 "$f0"; wait "$f0" 2>/dev/null
+    sleep 0.5
+    feed "tcp://127.0.0.1:$p0?listen=1" 1.5
+    wait "$run"; rc=$?
+    grep -v "items/s" run.err
+    [ "$rc" = 0 ] || fail "exit status $rc"
+    n0=$(frames_of out0.y4m); n1=$(frames_of out1.y4m); n2=$(frames_of out2.y4m)
+    echo "frames: stream 0 $n0, stream 1 $n1, file $n2"
+    [ "$n2" = 45 ] || fail "the file's stream has $n2 frames, not 45"
+    [ "$n1" -ge 60 ] || fail "stream 1 has only $n1 frames (its feeder sent 90)"
+    [ "$n0" -ge 50 ] || fail "stream 0 has only $n0 frames"
+    grep -q "tcp://127.0.0.1:$p0: stream resumed after" run.err || fail "stream 0 did not resume"
     ;;
 *) echo "unknown case $case_name"; exit 2 ;;
 esac
