@@ -16,8 +16,9 @@
 #   mux            two live streams and a file through `mux` and `demux`; one
 #                  feeder killed and restarted: every stream keeps its frames,
 #                  the file all of them, the run ends when all have ended
-#   dead           a closed port and a missing camera: exit 1 naming the
-#                  (redacted) URL or the device, never 0 frames and exit 0
+#   dead           a closed port, a missing camera, a refused protocol: exit 1
+#                  naming the (redacted) URL or the device, never 0 frames and
+#                  exit 0; Ctrl-C during endless reconnecting stops at once
 # Exit 0 pass, 1 fail (the failing check is printed), 77 skip.
 set -u
 case_name=${1:?case}
@@ -136,6 +137,22 @@ dead)
     [ "$rc" = 1 ] || fail "closed port: exit status $rc"
     grep -q "rtsp://admin:\*\*\*@127.0.0.1:$port/stream" run.err || fail "the URL is not named"
     ! grep -q hunter2 run.err run.out || fail "the password appears"
+    # Retrying forever is still stopped by Ctrl-C at once.
+    port=$(free_port SOCK_STREAM)
+    feed "tcp://127.0.0.1:$port?listen=1" 0.5
+    yaml "tcp://127.0.0.1:$port" "    retries: -1
+    retry_delay_ms: 2000"
+    sleep 0.3
+    timeout 60 "$PIXFLOW" run live.yaml > run.out 2> run.err &
+    run=$!
+    for _ in $(seq 100); do grep -q reconnecting run.err && break; sleep 0.1; done
+    grep -q reconnecting run.err || fail "the source never started reconnecting"
+    t0=$(date +%s.%N)
+    kill -INT "$run"; wait "$run"; rc=$?
+    took=$(echo "$(date +%s.%N) - $t0" | bc)
+    echo "SIGINT while reconnecting: exit $rc after $took s"
+    [ "$rc" = 130 ] || fail "SIGINT while reconnecting: exit status $rc"
+    python3 -c "import sys; sys.exit(0 if $took < 1.5 else 1)" || fail "SIGINT took $took s"
     yaml "/dev/video99" ""
     timeout 30 "$PIXFLOW" run live.yaml > run.out 2> run.err; rc=$?
     cat run.err

@@ -325,14 +325,27 @@ static void test_realtime_file(void)
     remove(path);
 }
 
-/* Reads a live reader until it ends; kills the feeder once `kill_after`
- * frames came (0: never) and starts `restart` in its place. */
-typedef struct live_run {
-    int frames;
-    bool pts_increasing;
-    pf_status end;
-    pf_video_reader_stats stats;
-} live_run;
+/* A TCP feeder listening on a free port for `seconds`: its listen URL into
+ * listen_url, the client URL into url; the pid, or -1. */
+static pid_t tcp_feeder(double seconds, char *listen_url, char *url, size_t size)
+{
+    int port = free_port(SOCK_STREAM);
+    if (port <= 0) return -1;
+    snprintf(listen_url, size, "tcp://127.0.0.1:%d?listen=1", port);
+    snprintf(url, size, "tcp://127.0.0.1:%d", port);
+    return feeder_start(listen_url, seconds);
+}
+
+/* Opens p's URL, retrying for up to 5 s while the feeder starts listening. */
+static pf_status create_when_up(const pf_video_reader_params *p, pf_video_reader **r)
+{
+    pf_status st = PF_ERR_IO;
+    for (int i = 0; i < 50 && st != PF_OK; i++) {
+        st = pf_video_reader_create(p, r);
+        if (st != PF_OK) sleep_ms(100);
+    }
+    return st;
+}
 
 static void test_tcp_reconnect(void)
 {
@@ -340,26 +353,17 @@ static void test_tcp_reconnect(void)
         printf("     SKIP: no ffmpeg tool or no FFmpeg in the build\n");
         return;
     }
-    int port = free_port(SOCK_STREAM);
-    REQUIRE(port > 0);
     char listen_url[128], url[128];
-    snprintf(listen_url, sizeof listen_url, "tcp://127.0.0.1:%d?listen=1", port);
-    snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
-    pid_t feeder = feeder_start(listen_url, 20);
+    pid_t feeder = tcp_feeder(20, listen_url, url, sizeof url);
     REQUIRE(feeder > 0);
     pf_video_reader_params p = pf_video_reader_params_default();
     p.path = url;
-    p.retries = 8;
+    p.retries = 4;
     p.retry_delay_ms = 100;
     p.retry_max_delay_ms = 300;
     p.read_timeout_ms = 2000;
     pf_video_reader *r = NULL;
-    pf_status st = PF_ERR_IO;
-    /* The feeder needs a moment to listen: the first opens may be refused. */
-    for (int i = 0; i < 50 && st != PF_OK; i++) {
-        st = pf_video_reader_create(&p, &r);
-        if (st != PF_OK) sleep_ms(100);
-    }
+    pf_status st = create_when_up(&p, &r);
     if (st != PF_OK) {
         CHECK_OK(st);
         feeder_stop(&feeder);
@@ -411,22 +415,14 @@ static void test_tcp_low_latency(void)
         printf("     SKIP: no ffmpeg tool or no FFmpeg in the build\n");
         return;
     }
-    int port = free_port(SOCK_STREAM);
-    REQUIRE(port > 0);
     char listen_url[128], url[128];
-    snprintf(listen_url, sizeof listen_url, "tcp://127.0.0.1:%d?listen=1", port);
-    snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
-    pid_t feeder = feeder_start(listen_url, 1.5);
+    pid_t feeder = tcp_feeder(1.5, listen_url, url, sizeof url);
     REQUIRE(feeder > 0);
     pf_video_reader_params p = pf_video_reader_params_default();
     p.path = url;
     p.low_latency = true;
     pf_video_reader *r = NULL;
-    pf_status st = PF_ERR_IO;
-    for (int i = 0; i < 50 && st != PF_OK; i++) {
-        st = pf_video_reader_create(&p, &r);
-        if (st != PF_OK) sleep_ms(100);
-    }
+    pf_status st = create_when_up(&p, &r);
     int n = 0;
     if (st == PF_OK) {
         pf_frame f = {0};
@@ -444,6 +440,53 @@ static void test_tcp_low_latency(void)
     CHECK_EQ_INT(st, PF_EOF);
     CHECK(n >= 40);
     CHECK_EQ_INT(rs.corrupt_packets, 0);
+}
+
+/* nonblocking_retry: once the stream is gone for good, read() keeps
+ * returning PF_AGAIN promptly (a caller can stop) under retries -1. */
+static void test_nonblocking_retry(void)
+{
+    if (!have_ffmpeg_tool()) {
+        printf("     SKIP: no ffmpeg tool or no FFmpeg in the build\n");
+        return;
+    }
+    char listen_url[128], url[128];
+    pid_t feeder = tcp_feeder(0.7, listen_url, url, sizeof url);
+    REQUIRE(feeder > 0);
+    pf_video_reader_params p = pf_video_reader_params_default();
+    p.path = url;
+    p.retries = -1;
+    p.retry_delay_ms = 300;
+    p.retry_max_delay_ms = 1000;
+    p.nonblocking_retry = true;
+    pf_video_reader *r = NULL;
+    pf_status st = create_when_up(&p, &r);
+    int frames = 0, agains = 0;
+    double longest = 0, t_end = now_s() + 30;
+    while (st == PF_OK && now_s() < t_end) {
+        pf_frame f = {0};
+        double t0 = now_s();
+        st = pf_video_reader_read(r, &f);
+        double took = now_s() - t0;
+        if (st == PF_OK) {
+            frames++;
+            pf_frame_unref(&f);
+        } else if (st == PF_AGAIN) {
+            if (took > longest) longest = took;
+            if (++agains < 25) st = PF_OK; /* about 2.5 s of waiting for the sender */
+        }
+    }
+    pf_video_reader_stats rs = {0};
+    if (r) pf_video_reader_get_stats(r, &rs);
+    pf_video_reader_destroy(&r);
+    feeder_stop(&feeder);
+    printf("     nonblocking retry: %d frames, %d PF_AGAIN, longest call %.3f s, %llu failed "
+           "attempts\n",
+           frames, agains, longest, (unsigned long long)rs.reconnect_failures);
+    CHECK_EQ_INT(st, PF_AGAIN);
+    CHECK(frames >= 10);
+    CHECK(longest < 0.3); /* a refused connect is quick; waits come in 100 ms slices */
+    CHECK(rs.reconnect_failures >= 2);
 }
 
 static void test_udp(void)
@@ -499,6 +542,7 @@ int main(void)
     PF_RUN(test_realtime_file);
     PF_RUN(test_tcp_reconnect);
     PF_RUN(test_tcp_low_latency);
+    PF_RUN(test_nonblocking_retry);
     PF_RUN(test_udp);
     return pf_test_finish();
 }

@@ -267,6 +267,12 @@ typedef struct pf_video_reader_params {
     int64_t retry_delay_ms;    /* first wait before a reopen, default 500; doubled
                                   after each failed attempt up to: */
     int64_t retry_max_delay_ms; /* default 8000 */
+    bool nonblocking_retry;    /* while reconnecting, read() returns PF_AGAIN (no
+                                  frame; call again) at least every 100 ms and after
+                                  each failed attempt instead of blocking until the
+                                  stream is back: for callers that must notice a stop
+                                  (io.video_source sets it). One attempt still blocks
+                                  up to open_timeout_ms. Default false */
     /* container "raw" only: */
     int raw_width, raw_height;
     pf_pixfmt raw_format;      /* layout of each raw frame (tightly packed planes) */
@@ -369,7 +375,8 @@ PF_API pf_status pf_video_reader_info(const pf_video_reader *r, pf_video_info *o
  * container has none), time_base and index (0, 1, 2, ... in output order)
  * set; the caller owns the reference and gives the frame back with
  * pf_frame_unref(). Returns PF_OK, PF_EOF after the last frame (and on every
- * call after), or an error: PF_ERR_IO / PF_ERR_FORMAT for an input that
+ * call after), PF_AGAIN (nonblocking_retry only: reconnecting, no frame yet),
+ * or an error: PF_ERR_IO / PF_ERR_FORMAT for an input that
  * cannot go on (a read error, a broken container), PF_ERR_BUSY (pool, see
  * pool_timeout_us). A packet the decoder rejects is skipped and counted in
  * stats.corrupt_packets. */

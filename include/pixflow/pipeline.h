@@ -346,7 +346,9 @@ PF_API const char *pf_stage_name(const pf_stage *stage);
  *     5000 (no packet that long = a stall) | protocols LIST (comma-
  *     separated; default PF_IO_DEFAULT_PROTOCOLS). Reconnects, gaps and
  *     missed frames are logged, and summed at the end; seq and pts keep
- *     increasing across a reconnect
+ *     increasing across a reconnect; while reconnecting the source returns
+ *     PF_AGAIN (a stop is seen at once); when the retries run out it ends
+ *     (PF_EOF) like a file
  *   io.image_source    PNG/JPEG images, one item per image, in list order.
  *     path (required: files, directories (their images, sorted) or globs,
  *     comma-separated; the first image is probed when the stage is made) |

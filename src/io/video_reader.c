@@ -68,6 +68,11 @@ struct pf_video_reader {
     int64_t conn_pts0;          /* first pts of this connection (its time base) */
     int64_t conn_base;          /* output pts of that first frame; PF_NOPTS = as read */
     bool reopened;              /* the next frame is the first after a reopen */
+    bool reconnecting;          /* in reopen(): between a break and a frame */
+    pf_status break_status;     /* what broke the stream (PF_EOF or an error) */
+    int64_t delay_ms;           /* the next back-off wait */
+    int64_t retry_at_ns;        /* pf_time_ns() of the next attempt */
+    char why[512];              /* the last reason, for messages */
     /* realtime pacing (files): pts 0 of the clock and its wall time */
     bool pace_started;
     int64_t pace_pts0, pace_t0_ns;
@@ -672,36 +677,54 @@ static void live_timestamps(pf_video_reader *r, pf_frame *f)
     r->last_frame_ns = now;
 }
 
+/* Under nonblocking_retry, read() returns PF_AGAIN at least this often
+ * while it waits to reconnect. */
+#define RETRY_SLICE_NS 100000000LL
+
 /* A live input failed (st < 0), stalled, or ended (PF_EOF): reopen it with
  * back-off until a frame comes (PF_OK, into *f) or the attempts run out
  * (PF_EOF when frames were read before, else the error). The pool and the
  * stream's size stay; a stream that comes back with another size is an
- * error. */
+ * error. Resumable: under nonblocking_retry it returns PF_AGAIN between
+ * waits and attempts, and the next read() goes on where it left. */
 static pf_status reopen(pf_video_reader *r, pf_status st, pf_frame *f)
 {
-    /* Messages of the reader and the decoder start with the name already. */
-    char why[512];
-    if (st == PF_EOF) snprintf(why, sizeof why, "%s: the stream ended", r->name);
-    else snprintf(why, sizeof why, "%s", pf_last_error());
-    PF_LOGW("%s; reconnecting (retries %d, first delay %lld ms)", why, r->p.retries,
-            (long long)r->p.retry_delay_ms);
-    int64_t delay = r->p.retry_delay_ms;
+    if (!r->reconnecting) { /* a new break */
+        /* Messages of the reader and the decoder start with the name already. */
+        if (st == PF_EOF) snprintf(r->why, sizeof r->why, "%s: the stream ended", r->name);
+        else snprintf(r->why, sizeof r->why, "%s", pf_last_error());
+        PF_LOGW("%s; reconnecting (retries %d, first delay %lld ms)", r->why, r->p.retries,
+                (long long)r->p.retry_delay_ms);
+        r->reconnecting = true;
+        r->break_status = st;
+        r->delay_ms = r->p.retry_delay_ms;
+        r->retry_at_ns = pf_time_ns() + r->delay_ms * 1000000;
+    }
     for (;;) {
         if (r->p.retries >= 0 && r->attempts >= r->p.retries) {
+            r->reconnecting = false;
             PF_LOGW("%s: giving up after %d reconnect attempts", r->name, r->attempts);
             if (r->stats.frames > 0) return PF_EOF;
-            return pf_set_error(st == PF_EOF ? PF_ERR_IO : st, "%s; %d reconnect attempts failed",
-                                why, r->attempts);
+            return pf_set_error(r->break_status == PF_EOF ? PF_ERR_IO : r->break_status,
+                                "%s; %d reconnect attempts failed", r->why, r->attempts);
+        }
+        int64_t wait = r->retry_at_ns - pf_time_ns();
+        if (wait > 0 && r->p.nonblocking_retry) {
+            sleep_ns(wait < RETRY_SLICE_NS ? wait : RETRY_SLICE_NS);
+            if (pf_time_ns() < r->retry_at_ns) return PF_AGAIN;
+        } else if (wait > 0) {
+            sleep_ns(wait);
         }
         r->attempts++;
-        sleep_ns(delay * 1000000);
-        delay = delay * 2 > r->p.retry_max_delay_ms ? r->p.retry_max_delay_ms : delay * 2;
+        r->delay_ms = r->delay_ms * 2 > r->p.retry_max_delay_ms ? r->p.retry_max_delay_ms
+                                                                : r->delay_ms * 2;
         pf_ffdec_close(&r->ff);
         pf_video_info ni;
         memset(&ni, 0, sizeof ni);
         st = pf_ffdec_open(&r->p, r->name, NULL, &r->ff, &ni);
         if (st == PF_OK && (ni.width != r->info.width || ni.height != r->info.height)) {
             pf_ffdec_close(&r->ff);
+            r->reconnecting = false;
             return pf_set_error(PF_ERR_FORMAT,
                                 "%s: the stream came back as %dx%d, not %dx%d as before",
                                 r->name, ni.width, ni.height, r->info.width, r->info.height);
@@ -710,13 +733,16 @@ static pf_status reopen(pf_video_reader *r, pf_status st, pf_frame *f)
         if (st == PF_OK) {
             r->stats.reconnects++;
             r->attempts = 0;
+            r->reconnecting = false;
             r->reopened = r->last_frame_ns != 0;
             return PF_OK;
         }
-        if (st == PF_EOF) snprintf(why, sizeof why, "%s: no frames", r->name);
-        else snprintf(why, sizeof why, "%s", pf_last_error());
+        if (st == PF_EOF) snprintf(r->why, sizeof r->why, "%s: no frames", r->name);
+        else snprintf(r->why, sizeof r->why, "%s", pf_last_error());
         r->stats.reconnect_failures++;
-        PF_LOGW("%s (reconnect attempt %d)", why, r->attempts);
+        PF_LOGW("%s (reconnect attempt %d)", r->why, r->attempts);
+        r->retry_at_ns = pf_time_ns() + r->delay_ms * 1000000;
+        if (r->p.nonblocking_retry) return PF_AGAIN;
     }
 }
 
@@ -761,7 +787,7 @@ pf_status pf_video_reader_read(pf_video_reader *r, pf_frame *out)
                             r->name, pf_frame_pool_count(r->pool));
     if (st != PF_OK) return st;
     if (r->kind == SRC_FFMPEG) {
-        st = r->ff ? pf_ffdec_read(r->ff, &f, &r->stats) : PF_ERR_IO;
+        st = r->ff && !r->reconnecting ? pf_ffdec_read(r->ff, &f, &r->stats) : PF_ERR_IO;
         if (r->live && st != PF_OK && st != PF_ERR_NOMEM && r->p.retries != 0)
             st = reopen(r, st, &f);
         if (st == PF_EOF && r->live && r->stats.frames == 0)

@@ -94,6 +94,8 @@ static pf_status vsrc_generate(void *user, pf_stage_ctx *ctx, pf_item *out)
         st = pf_video_reader_create(&s->rp, &s->r);
         if (st == PF_OK) st = pf_video_reader_read(s->r, &f);
     }
+    /* PF_AGAIN: reconnecting; the runtime calls again (and sees a stop). */
+    if (st == PF_AGAIN) return PF_AGAIN;
     if (st != PF_OK) return st == PF_EOF ? PF_EOF : pf_error_prefix(st, "io.video_source");
     f.source = s->source;
     memset(out, 0, sizeof *out);
@@ -158,6 +160,7 @@ pf_status bi_video_source_create(bi_args *a, pf_stage_desc *d)
         s->rp.retries = (int)retries;
         s->rp.retry_delay_ms = rdelay;
         s->rp.retry_max_delay_ms = rmax;
+        s->rp.nonblocking_retry = true; /* a stop is seen while reconnecting */
         s->rp.open_timeout_ms = otmo;
         s->rp.read_timeout_ms = rtmo;
         s->rp.pool_size = (int)pool;
