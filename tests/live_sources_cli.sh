@@ -3,7 +3,7 @@
 # `pixflow run` of a YAML whose io.video_source reads a URL served on
 # loopback by ffmpeg feeders this script starts and stops itself.
 #
-#   live_sources_cli.sh CASE PIXFLOW WORKDIR
+#   live_sources_cli.sh CASE PIXFLOW WORKDIR [SRC]
 #
 # CASE:
 #   tcp_reconnect  MPEG-TS over TCP (-re); the feeder is killed mid-run and
@@ -16,6 +16,8 @@
 #   mux            two live streams and a file through `mux` and `demux`; one
 #                  feeder killed and restarted: every stream keeps its frames,
 #                  the file all of them, the run ends when all have ended
+#   segment        `pixflow segment URL --json`: output named from host and port,
+#                  no password in the summary or the JSON
 #   dead           a closed port, a missing camera, a refused protocol: exit 1
 #                  naming the (redacted) URL or the device, never 0 frames and
 #                  exit 0; Ctrl-C during endless reconnecting stops at once
@@ -24,6 +26,7 @@ set -u
 case_name=${1:?case}
 PIXFLOW=${2:?pixflow binary}
 WORK=${3:?work directory}
+SRC=${4:-}
 export PIXFLOW_DEVICE=cpu
 rm -rf "$WORK"
 mkdir -p "$WORK"
@@ -201,6 +204,24 @@ YAML
     [ "$n1" -ge 60 ] || fail "stream 1 has only $n1 frames (its feeder sent 90)"
     [ "$n0" -ge 50 ] || fail "stream 0 has only $n0 frames"
     grep -q "tcp://127.0.0.1:$p0: stream resumed after" run.err || fail "stream 0 did not resume"
+    ;;
+segment)
+    # `pixflow segment URL`: the default output is named from host and port,
+    # the summary and --json show the URL without its password.
+    [ -f "$SRC/node_modules/@mediapipe/selfie_segmentation/selfie_segmentation.tflite" ] ||
+        { echo "SKIP: no selfie model (npm)"; exit 77; }
+    port=$(free_port SOCK_STREAM)
+    feed "tcp://127.0.0.1:$port?listen=1" 1.5
+    sleep 0.4
+    PIXFLOW_MODELS=$SRC timeout 60 "$PIXFLOW" segment "tcp://u:hunter2@127.0.0.1:$port" --json \
+        > seg.json 2> seg.err; rc=$?
+    cat seg.err seg.json
+    [ "$rc" = 0 ] || fail "exit status $rc"
+    [ -s "127.0.0.1_${port}_seg.mp4" ] || fail "no 127.0.0.1_${port}_seg.mp4"
+    ! grep -q hunter2 seg.json seg.err || fail "the password appears"
+    grep -q "\"input\": \"tcp://u:\*\*\*@127.0.0.1:$port\"" seg.json || fail "input not redacted in --json"
+    frames=$(grep -o '"frames": *[0-9]*' seg.json | grep -o '[0-9]*$')
+    [ "${frames:-0}" -ge 30 ] || fail "only ${frames:-0} frames"
     ;;
 *) echo "unknown case $case_name"; exit 2 ;;
 esac

@@ -131,6 +131,19 @@ static void test_redact(void)
     CHECK(strlen(small) == sizeof small - 1 && !strstr(small, "hunter2"));
 }
 
+static void test_url_name(void)
+{
+    char b[128];
+    CHECK(strcmp(pf_io_url_name("rtsp://admin:hunter2@10.0.0.5:554/live/main", b, sizeof b),
+                 "10.0.0.5_554_live_main") == 0);
+    CHECK(strcmp(pf_io_url_name("udp://127.0.0.1:5000?overrun_nonfatal=1", b, sizeof b),
+                 "127.0.0.1_5000") == 0);
+    CHECK(strcmp(pf_io_url_name("srt://h:9000?passphrase=x#lobby", b, sizeof b), "lobby") == 0);
+    CHECK(strcmp(pf_io_url_name("tcp://u:p@h:1/../etc/x", b, sizeof b), "h_1_.._etc_x") == 0);
+    CHECK(strcmp(pf_io_url_name("in.mp4", b, sizeof b), "") == 0);
+    CHECK(!strchr(pf_io_url_name("http://a/b/c#x/../y", b, sizeof b), '/'));
+}
+
 static void test_protocol_refused(void)
 {
     pf_video_reader_params p = pf_video_reader_params_default();
@@ -534,6 +547,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
     PF_RUN(test_classify);
     PF_RUN(test_redact);
+    PF_RUN(test_url_name);
     PF_RUN(test_protocol_refused);
     PF_RUN(test_missing_camera);
     PF_RUN(test_closed_port);

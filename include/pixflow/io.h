@@ -358,6 +358,13 @@ PF_API bool pf_io_protocol_allowed(const char *list, const char *scheme);
  * copied. Returns buf. Thread-safe. */
 PF_API const char *pf_io_redact(const char *path, char *buf, size_t size);
 
+/* A file-system-safe name for a URL (for output names): the text after '#'
+ * when the URL ends with "#NAME", else host, port and path, every run of
+ * other characters than letters, digits, '-', '.', '_' made one '_'
+ * ("rtsp://u:p@10.0.0.5:554/live/main" -> "10.0.0.5_554_live_main"); never
+ * the credentials. "" when `url` is not a URL. Returns buf. Thread-safe. */
+PF_API const char *pf_io_url_name(const char *url, char *buf, size_t size);
+
 /* Opens p->path, reads the stream header, chooses the decoder and makes the
  * frame pool. The caller owns *out (pf_video_reader_destroy). Errors:
  * PF_ERR_IO (cannot open), PF_ERR_FORMAT (not a video / bad header),

@@ -170,3 +170,37 @@ void pf_io_redact_text(const char *text, char *buf, size_t size)
         p++;
     }
 }
+
+const char *pf_io_url_name(const char *url, char *buf, size_t size)
+{
+    if (!buf || size == 0) return "";
+    buf[0] = '\0';
+    size_t s = scheme_len(url);
+    if (!s) return buf;
+    const char *text = url + s + 3, *end = text + strcspn(text, "?#");
+    const char *hash = strchr(text, '#');
+    if (hash && hash[1]) { /* "...#NAME": the name given */
+        text = hash + 1;
+        end = text + strlen(text);
+    } else {
+        /* host, port and path; never the credentials before '@' */
+        size_t alen = strcspn(text, "/?#");
+        for (size_t i = 0; i < alen; i++)
+            if (text[i] == '@') text += i + 1, alen -= i + 1, i = (size_t)-1;
+    }
+    size_t at = 0;
+    bool sep = false;
+    for (const char *p = text; p < end && at + 1 < size; p++) {
+        char c = *p;
+        bool keep = isalnum((unsigned char)c) || c == '-' || c == '.' || (c == '_');
+        if (!keep || (c == '.' && at == 0)) { /* no hidden files, no path separators */
+            sep = at > 0;
+            continue;
+        }
+        if (sep && at + 2 < size) buf[at++] = '_';
+        sep = false;
+        buf[at++] = c;
+    }
+    buf[at] = '\0';
+    return buf;
+}
