@@ -626,15 +626,20 @@ static int64_t pts_ns(int64_t pts, pf_rational tb)
  * than PACE_CATCH_UP_NS late moves its clock instead of bursting. */
 static void pace(pf_video_reader *r, const pf_frame *f)
 {
-    if (f->pts == PF_NOPTS) return;
+    /* Frames without pts (NVDEC's elementary streams) go by index and fps. */
+    pf_rational fps = r->info.fps;
+    bool by_pts = f->pts != PF_NOPTS && f->time_base.den > 0;
+    if (!by_pts && (fps.num <= 0 || fps.den <= 0)) return;
+    int64_t t = by_pts ? f->pts : f->index;
+    pf_rational tb = by_pts ? f->time_base : (pf_rational){fps.den, fps.num};
     int64_t now = pf_time_ns();
     if (!r->pace_started) {
         r->pace_started = true;
-        r->pace_pts0 = f->pts;
+        r->pace_pts0 = t;
         r->pace_t0_ns = now;
         return;
     }
-    int64_t due = r->pace_t0_ns + pts_ns(f->pts - r->pace_pts0, f->time_base);
+    int64_t due = r->pace_t0_ns + pts_ns(t - r->pace_pts0, tb);
     if (due > now) sleep_ns(due - now);
     else if (now - due > PACE_CATCH_UP_NS) r->pace_t0_ns += now - due - PACE_CATCH_UP_NS;
 }
@@ -764,6 +769,7 @@ pf_status pf_video_reader_read(pf_video_reader *r, pf_frame *out)
         if (st == PF_OK) {
             out->index = r->next_index++;
             r->stats.frames++;
+            if (r->p.realtime) pace(r, out);
         } else if (st == PF_EOF) {
             r->eof = true;
         } else if (st < 0) {
@@ -793,7 +799,6 @@ pf_status pf_video_reader_read(pf_video_reader *r, pf_frame *out)
         if (st == PF_EOF && r->live && r->stats.frames == 0)
             st = pf_set_error(PF_ERR_IO, "%s: the stream ended before its first frame", r->name);
         if (st == PF_OK && r->live) live_timestamps(r, &f);
-        else if (st == PF_OK && r->p.realtime) pace(r, &f);
     } else {
         st = read_stream(r, &f);
         if (st == PF_OK) {
@@ -801,7 +806,6 @@ pf_status pf_video_reader_read(pf_video_reader *r, pf_frame *out)
             f.pts = r->next_index;
         }
     }
-    if (st == PF_OK && r->kind != SRC_FFMPEG && r->p.realtime) pace(r, &f);
     if (st != PF_OK) {
         pf_frame_unref(&f);
         if (st == PF_EOF)
@@ -812,6 +816,7 @@ pf_status pf_video_reader_read(pf_video_reader *r, pf_frame *out)
     }
     f.index = r->next_index++;
     r->stats.frames++;
+    if (r->p.realtime && !r->live) pace(r, &f); /* live input is paced by its sender */
     *out = f;
     return PF_OK;
 }
