@@ -21,10 +21,11 @@ DEB_TOOLS=(cmake:cmake make:make gcc:gcc g++:g++ pkg-config:pkg-config node:node
 # libopenblas-dev: sgemm under the nn CPU executor's conv/GEMM.
 # libpng-dev, libjpeg-dev: images; libav*-dev, libswscale-dev: video through
 # FFmpeg (optional at build time, wanted here); libffmpeg-nvenc-dev: the
-# NVDEC headers (ffnvcodec, runtime-loaded libnvcuvid), carried to the GPU machine.
+# NVDEC headers (ffnvcodec, runtime-loaded libnvcuvid), carried to the GPU machine;
+# libavdevice-dev: V4L2 cameras (/dev/videoN) through libavdevice (optional).
 DEB_LIBS=(libopencv-dev libyaml-dev libprotobuf-c-dev libonnx-dev libonnx-testdata
           libopenblas-dev libpng-dev libjpeg-dev libavformat-dev libavcodec-dev libavutil-dev
-          libswscale-dev libffmpeg-nvenc-dev)
+          libswscale-dev libffmpeg-nvenc-dev libavdevice-dev)
 
 missing=()
 for t in "${DEB_TOOLS[@]}"; do

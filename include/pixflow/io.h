@@ -238,6 +238,41 @@ typedef struct pf_video_reader_params {
                                   PIXFLOW_NVDEC_DECODERS=N (1..8) sets the count.
                                   Otherwise CPU decode as without it */
     int threads;               /* decoder threads, 0 = FFmpeg's choice */
+    /* Live inputs (URLs and cameras, pf_io_is_live) and pacing: */
+    const char *protocols;     /* URL protocols FFmpeg may open, comma-separated (its
+                                  protocol_whitelist, nested opens included); NULL =
+                                  PF_IO_DEFAULT_PROTOCOLS. A URL whose scheme is not
+                                  listed is refused (PF_ERR_UNSUPPORTED naming it) */
+    int64_t open_timeout_ms;   /* connecting and reading the stream header, default
+                                  10000; 0 = no limit. Past it: PF_ERR_IO "timed out" */
+    int64_t read_timeout_ms;   /* live input: no packet for this long is a stall
+                                  (an error, or a reconnect under `retries`);
+                                  default 5000; 0 = no limit. Files: unused */
+    bool realtime;             /* a file (not live) is read no faster than its
+                                  timestamps (pts against a monotonic clock; a
+                                  consumer that fell behind catches up for at most
+                                  1 s, then the clock is reset). Live input is paced
+                                  by its producer and ignores this */
+    bool low_latency;          /* live input: packets go to the decoder as the
+                                  demuxer gives them, without FFmpeg's frame parser
+                                  (which holds each frame until the next starts):
+                                  one frame less latency (33 ms at 30 fps), for
+                                  senders that put one whole frame per packet/PES
+                                  (FFmpeg, GStreamer, RTSP cameras). Default false */
+    int retries;               /* live input that fails, stalls or ends: reopen it up
+                                  to this many times in a row (a frame read resets
+                                  the count); -1 = forever; 0 (default) = never. When
+                                  they run out the reader ends with PF_EOF if it gave
+                                  frames, else the error */
+    int64_t retry_delay_ms;    /* first wait before a reopen, default 500; doubled
+                                  after each failed attempt up to: */
+    int64_t retry_max_delay_ms; /* default 8000 */
+    bool nonblocking_retry;    /* while reconnecting, read() returns PF_AGAIN (no
+                                  frame; call again) at least every 100 ms and after
+                                  each failed attempt instead of blocking until the
+                                  stream is back: for callers that must notice a stop
+                                  (io.video_source sets it). One attempt still blocks
+                                  up to open_timeout_ms. Default false */
     /* container "raw" only: */
     int raw_width, raw_height;
     pf_pixfmt raw_format;      /* layout of each raw frame (tightly packed planes) */
@@ -280,7 +315,55 @@ typedef struct pf_video_reader_stats {
     uint64_t corrupt_packets;  /* packets the decoder rejected or flagged corrupt
                                   (skipped, never fatal) */
     uint64_t pool_waits;       /* read() calls that found the pool empty */
+    /* Live input under `retries`: */
+    uint64_t reconnects;       /* reopens that gave a frame again */
+    uint64_t reconnect_failures; /* reopen attempts that failed */
+    int64_t gap_us;            /* wall time between the last frame before each
+                                  break and the first after it, summed */
+    uint64_t frames_missed;    /* frames the gaps would have held at info.fps
+                                  (an estimate; 0 when fps is unknown) */
 } pf_video_reader_stats;
+
+/* Live inputs --------------------------------------------------------------------------
+ *
+ * A path "scheme://..." is a URL opened by libavformat: with Debian 12's
+ * FFmpeg 5.1, rtsp://, srt://, udp://, tcp://, rtp://, http:// and https://
+ * (the default whitelist below; FFmpeg's other protocols only when
+ * pf_video_reader_params.protocols lists them). "/dev/videoN" is a V4L2
+ * camera read through libavdevice (when the build has it). Both are live:
+ * read() blocks until the producer has the next frame (never polls), and
+ * nothing buffers ahead: a low-delay decoder with slice threads only (frame
+ * threads would hold frames back), at most 1 s of stream analysis at open
+ * (its packets come out at once after it), and a stall is an error after
+ * read_timeout_ms.
+ * A live input that cannot be read is an error naming the URL, never an
+ * empty stream. Credentials in a URL ("user:pass@", "?passphrase=...")
+ * never appear in messages: every name shown goes through pf_io_redact. */
+
+#define PF_IO_DEFAULT_PROTOCOLS "file,pipe,tcp,udp,rtp,rtsp,srt,http,https,tls,httpproxy,crypto"
+
+/* Whether `path` is "scheme://..." (a scheme of 2 or more characters). */
+PF_API bool pf_io_is_url(const char *path);
+/* The lower-cased scheme of a URL into buf ("" and false when not a URL). */
+PF_API bool pf_io_url_scheme(const char *path, char *buf, size_t size);
+/* Whether `path` names a V4L2 camera: "/dev/video" and digits. */
+PF_API bool pf_io_is_camera(const char *path);
+/* A URL other than file:/pipe:, or a camera: produced in real time. */
+PF_API bool pf_io_is_live(const char *path);
+/* Whether `scheme` is in the comma-separated `list` (NULL = the default). */
+PF_API bool pf_io_protocol_allowed(const char *list, const char *scheme);
+/* `path` fit to print into buf (always NUL-terminated, truncated to size):
+ * a URL's password becomes "***" ("rtsp://user:***@host/x"), as do secret
+ * query values (passphrase, password, key, token, ...); anything else is
+ * copied. Returns buf. Thread-safe. */
+PF_API const char *pf_io_redact(const char *path, char *buf, size_t size);
+
+/* A file-system-safe name for a URL (for output names): the text after '#'
+ * when the URL ends with "#NAME", else host, port and path, every run of
+ * other characters than letters, digits, '-', '.', '_' made one '_'
+ * ("rtsp://u:p@10.0.0.5:554/live/main" -> "10.0.0.5_554_live_main"); never
+ * the credentials. "" when `url` is not a URL. Returns buf. Thread-safe. */
+PF_API const char *pf_io_url_name(const char *url, char *buf, size_t size);
 
 /* Opens p->path, reads the stream header, chooses the decoder and makes the
  * frame pool. The caller owns *out (pf_video_reader_destroy). Errors:
@@ -299,7 +382,8 @@ PF_API pf_status pf_video_reader_info(const pf_video_reader *r, pf_video_info *o
  * container has none), time_base and index (0, 1, 2, ... in output order)
  * set; the caller owns the reference and gives the frame back with
  * pf_frame_unref(). Returns PF_OK, PF_EOF after the last frame (and on every
- * call after), or an error: PF_ERR_IO / PF_ERR_FORMAT for an input that
+ * call after), PF_AGAIN (nonblocking_retry only: reconnecting, no frame yet),
+ * or an error: PF_ERR_IO / PF_ERR_FORMAT for an input that
  * cannot go on (a read error, a broken container), PF_ERR_BUSY (pool, see
  * pool_timeout_us). A packet the decoder rejects is skipped and counted in
  * stats.corrupt_packets. */

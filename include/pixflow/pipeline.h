@@ -326,17 +326,29 @@ PF_API const char *pf_stage_name(const pf_stage *stage);
  *     memory host|pinned|device (default: device on a CUDA stage, else host)
  *     | fps 0 (number >= 0: sets desc.fps) | count 0 (int >= 0: sets
  *     desc.max_items; 0 = endless)
- *   io.video_source    frames of a video file or stdin (pixflow/io.h:
- *     pf_video_reader; Y4M and raw always, other containers with FFmpeg),
- *     from the reader's pool, in host or pinned memory (io stages never
- *     hold device memory: the runtime moves frames to device stages). The
- *     input is opened when the stage is made (a bad file fails there).
- *     path FILE|- (required) | container NAME (y4m, raw or an FFmpeg
- *     demuxer; default by content/extension) | format (frames out; default
- *     the reader's: i420) | loop bool (false; not with -) | pool 8 (1..1024)
- *     | pool_timeout_ms -1 (-1 waits) | source 0 | memory host|pinned
- *     (pinned on a CUDA stage) | fps 0 | count 0 | raw_width, raw_height,
- *     raw_format (container raw)
+ *   io.video_source    frames of a video file, stdin, a URL or a camera
+ *     (pixflow/io.h: pf_video_reader; Y4M and raw always, other containers,
+ *     URLs and /dev/videoN with FFmpeg), from the reader's pool, in host or
+ *     pinned memory (io stages never hold device memory: the runtime moves
+ *     frames to device stages). The input is opened when the stage is made
+ *     (a bad file, a refused protocol or a dead server fails there).
+ *     path FILE|-|URL|/dev/videoN (required) | container NAME (y4m, raw or
+ *     an FFmpeg demuxer; default by content/extension) | format (frames
+ *     out; default the reader's: i420) | loop bool (false; not with - or a
+ *     live input) | pool 8 (1..1024) | pool_timeout_ms -1 (-1 waits) |
+ *     source 0 | memory host|pinned (pinned on a CUDA stage) | fps 0 |
+ *     count 0 | raw_width, raw_height, raw_format (container raw) |
+ *     realtime bool (false: a file at its own frame rate, by pts) |
+ *     live inputs: low_latency bool (false: see pf_video_reader_params) |
+ *     retries 0 (reopens in a row after an error, stall or
+ *     end; -1 forever) | retry_delay_ms 500 (doubled per failed attempt)
+ *     | retry_max_delay_ms 8000 | open_timeout_ms 10000 | read_timeout_ms
+ *     5000 (no packet that long = a stall) | protocols LIST (comma-
+ *     separated; default PF_IO_DEFAULT_PROTOCOLS). Reconnects, gaps and
+ *     missed frames are logged, and summed at the end; seq and pts keep
+ *     increasing across a reconnect; while reconnecting the source returns
+ *     PF_AGAIN (a stop is seen at once); when the retries run out it ends
+ *     (PF_EOF) like a file
  *   io.image_source    PNG/JPEG images, one item per image, in list order.
  *     path (required: files, directories (their images, sorted) or globs,
  *     comma-separated; the first image is probed when the stage is made) |

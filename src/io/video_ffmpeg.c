@@ -32,13 +32,18 @@
 
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
+#ifdef PF_HAVE_AVDEVICE
+#include <libavdevice/avdevice.h>
+#endif
 #include <libavutil/display.h>
 #include <libavutil/imgutils.h>
 #include <libavutil/opt.h>
 #include <libavutil/pixdesc.h>
+#include <libavutil/time.h>
 #include <libswscale/swscale.h>
 
 #include "ffmpeg_util.h"
+#include "url.h"
 
 /* Consecutive demuxer errors tolerated before the input counts as broken. */
 #define MAX_DEMUX_ERRORS 64
@@ -66,7 +71,24 @@ struct pf_ffdec {
     pf_color_info color;    /* the stream's tags (frames may override) */
     pf_rational sar;
     int64_t frame_ticks;    /* one frame at the average rate, in time_base units */
+    /* FFmpeg's blocking calls (connect, read) poll interrupt_cb, which
+     * ends them once av_gettime_relative() passes `deadline_us` (0 = no
+     * limit): a dead server or a stalled stream never hangs the job. */
+    int64_t deadline_us;
+    int64_t read_timeout_us; /* per packet, live input only */
+    bool timed_out;         /* interrupt_cb fired */
+    bool live;
 };
+
+static int interrupt_cb(void *opaque)
+{
+    pf_ffdec *d = opaque;
+    if (d->deadline_us > 0 && av_gettime_relative() > d->deadline_us) {
+        d->timed_out = true;
+        return 1;
+    }
+    return 0;
+}
 
 /* The last error FFmpeg logged on this thread since pf_ff_log_reset(): the
  * reason behind a generic AVERROR ("Generic error in an external library"
@@ -157,8 +179,10 @@ static void av_log_to_pf(void *avcl, int level, const char *fmt, va_list vl)
         (*tls_error_counter)++;
     bool keep = level <= AV_LOG_ERROR;
     if (!keep && (level > AV_LOG_WARNING || pf_log_get_level() < PF_LOG_DEBUG)) return;
-    char line[512];
-    vsnprintf(line, sizeof line, fmt, vl);
+    char raw[512], line[512];
+    vsnprintf(raw, sizeof raw, fmt, vl);
+    /* FFmpeg names the URL it failed on, password and all. */
+    pf_io_redact_text(raw, line, sizeof line);
     size_t n = strlen(line);
     while (n && (line[n - 1] == '\n' || line[n - 1] == ' ')) line[--n] = '\0';
     if (keep && n) {
@@ -272,6 +296,61 @@ static int open_peeked(pf_ffdec *d, pf_peeked *in)
     return 0;
 }
 
+/* The demuxer of a camera (V4L2 through libavdevice) and the protocol
+ * check of a URL: a scheme outside the whitelist is refused here, naming
+ * it, before FFmpeg would refuse it with a generic error. */
+static pf_status live_format(const pf_video_reader_params *p, const char *name,
+                             const AVInputFormat **ifmt)
+{
+    char scheme[32];
+    if (pf_io_url_scheme(p->path, scheme, sizeof scheme) &&
+        !pf_io_protocol_allowed(p->protocols, scheme))
+        return pf_set_error(PF_ERR_UNSUPPORTED,
+                            "%s: URL protocol '%s' is not allowed (allowed: %s)", name, scheme,
+                            p->protocols ? p->protocols : PF_IO_DEFAULT_PROTOCOLS);
+    if (!pf_io_is_camera(p->path) || *ifmt) return PF_OK;
+#ifdef PF_HAVE_AVDEVICE
+    static int registered;
+    if (!registered) { /* idempotent; the flag only skips the work */
+        registered = 1;
+        avdevice_register_all();
+    }
+    *ifmt = av_find_input_format("video4linux2");
+#endif
+    if (!*ifmt)
+        return pf_set_error(PF_ERR_UNSUPPORTED,
+                            "%s: a V4L2 camera needs libavdevice, which this build of pixflow "
+                            "lacks",
+                            name);
+    return PF_OK;
+}
+
+/* avformat_open_input options: the whitelist on every input (nested opens
+ * of playlists and RTSP's transports included), and for live inputs at
+ * most 1 s of stream analysis at open instead of FFmpeg's 5 s, and UDP
+ * overruns counted as damage instead of ending the stream. The packets
+ * read for the analysis are kept and come out at once after the open (a
+ * one-time burst; later reads block on the socket, so no latency builds
+ * up). fflags nobuffer is not used: it discards those packets, the first
+ * keyframe among them, and a short stream then has no frames at all. */
+static void open_options(const pf_video_reader_params *p, bool live, AVDictionary **opts)
+{
+    av_dict_set(opts, "protocol_whitelist", p->protocols ? p->protocols : PF_IO_DEFAULT_PROTOCOLS,
+                0);
+    if (!live) return;
+    av_dict_set(opts, "analyzeduration", "1000000", 0);
+    av_dict_set(opts, "probesize", "1000000", 0);
+    char scheme[16];
+    pf_io_url_scheme(p->path, scheme, sizeof scheme);
+    if (!strcmp(scheme, "udp")) av_dict_set(opts, "overrun_nonfatal", "1", 0);
+    /* FFmpeg's frame parser holds each frame until the next one starts
+     * (it cannot tell where a frame ends before): one frame of latency on
+     * top of MPEG-TS's own (a video PES without a length ends at the next).
+     * Without it every packet must be one whole frame, which senders that
+     * put a frame per PES (FFmpeg, GStreamer, cameras) do. */
+    if (p->low_latency) av_dict_set(opts, "fflags", "noparse+nofillin", 0);
+}
+
 pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_peeked *in,
                         pf_ffdec **out, pf_video_info *info)
 {
@@ -297,20 +376,44 @@ pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_pe
         }
     }
     const char *url = pf_io_is_std(p->path) ? "pipe:0" : p->path;
+    d->live = pf_io_is_live(p->path);
+    if ((st = live_format(p, name, &ifmt)) != PF_OK) goto fail;
+    AVDictionary *opts = NULL;
     int err = in ? open_peeked(d, in) : 0;
-    if (err == 0) err = avformat_open_input(&d->fmt, url, ifmt, NULL);
+    if (err == 0 && !d->fmt) {
+        d->fmt = avformat_alloc_context();
+        if (!d->fmt) err = AVERROR(ENOMEM);
+    }
+    if (err == 0) {
+        open_options(p, d->live, &opts);
+        d->fmt->interrupt_callback = (AVIOInterruptCB){interrupt_cb, d};
+        d->deadline_us = p->open_timeout_ms > 0 ? av_gettime_relative() + p->open_timeout_ms * 1000
+                                                : 0;
+        d->read_timeout_us = d->live && p->read_timeout_ms > 0 ? p->read_timeout_ms * 1000 : 0;
+        err = avformat_open_input(&d->fmt, url, ifmt, &opts);
+    }
+    av_dict_free(&opts);
     if (err < 0) {
-        st = pf_ff_fail(err == AVERROR(ENOENT) || err == AVERROR(EACCES) || err == AVERROR(EISDIR)
-                         ? PF_ERR_IO
-                         : PF_ERR_FORMAT,
-                     name, "cannot open", err);
+        st = d->timed_out
+                 ? pf_set_error(PF_ERR_IO, "%s: cannot open: timed out after %lld ms", name,
+                                (long long)p->open_timeout_ms)
+                 : pf_ff_fail(err == AVERROR(ENOENT) || err == AVERROR(EACCES) ||
+                                      err == AVERROR(EISDIR) || d->live
+                                  ? PF_ERR_IO
+                                  : PF_ERR_FORMAT,
+                              name, "cannot open", err);
         goto fail;
     }
     err = avformat_find_stream_info(d->fmt, NULL);
-    if (err < 0) {
-        st = pf_ff_fail(PF_ERR_FORMAT, name, "cannot read stream info", err);
+    if (err < 0 || (d->live && d->timed_out)) {
+        st = d->timed_out ? pf_set_error(PF_ERR_IO,
+                                         "%s: cannot read stream info: no data within %lld ms",
+                                         name, (long long)p->open_timeout_ms)
+                          : pf_ff_fail(d->live ? PF_ERR_IO : PF_ERR_FORMAT, name,
+                                       "cannot read stream info", err);
         goto fail;
     }
+    d->deadline_us = 0;
     const AVCodec *codec = NULL;
     d->stream = av_find_best_stream(d->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
     if (d->stream == AVERROR_STREAM_NOT_FOUND) {
@@ -337,6 +440,12 @@ pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_pe
         goto fail;
     }
     d->dec->thread_count = p->threads > 0 ? p->threads : 0;
+    if (d->live) {
+        /* Frame threads hold one frame each before the first comes out:
+         * on a live stream that is latency, so slice threads only. */
+        d->dec->flags |= AV_CODEC_FLAG_LOW_DELAY;
+        d->dec->thread_type = FF_THREAD_SLICE;
+    }
     d->dec->pkt_timebase = vs->time_base;
     /* Errors the decoder logs are this decoder's damage (see the top of
      * the file); its frame threads copy `opaque`. */
@@ -521,8 +630,16 @@ static pf_status next_packet(pf_ffdec *d, pf_video_reader_stats *stats, uint64_t
 {
     for (int failures = 0;;) {
         *demux_logged = 0;
+        d->deadline_us = d->read_timeout_us ? av_gettime_relative() + d->read_timeout_us : 0;
+        d->timed_out = false;
         int err = av_read_frame(d->fmt, d->pkt);
+        d->deadline_us = 0;
         bool logged = *demux_logged > 0;
+        if (d->timed_out)
+            return pf_set_error(PF_ERR_IO, "%s: stalled: no data for %lld ms", d->name,
+                                (long long)(d->read_timeout_us / 1000));
+        if (d->live && err == AVERROR_EOF)
+            return PF_EOF; /* the sender closed: the reader decides (reconnect) */
         if (err == AVERROR_EOF || (err < 0 && d->fmt->pb && avio_feof(d->fmt->pb))) {
             if (logged || err != AVERROR_EOF) { /* cut inside a packet */
                 stats->corrupt_packets++;

@@ -14,10 +14,13 @@
  * touching the host. One decoder does ~700 1080p frames/s, so a regular
  * file gets one decoder per engine (up to 4) working GOP by GOP
  * (nvdec_gop.h); a pipe gets one. */
+#define _POSIX_C_SOURCE 200809L
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "../core/error.h"
 #include "../pipeline/frame_pool.h"
@@ -54,6 +57,25 @@ struct pf_video_reader {
     int64_t next_index;
     bool eof;
     pf_status failed;           /* sticky error of the input */
+    /* Live input (see reopen()): a copy of the params with owned strings,
+     * for reopening; timestamps made continuous across reopens. */
+    pf_video_reader_params p;
+    char *path, *protocols, *container;
+    bool live;
+    int attempts;               /* failed reopens in a row */
+    int64_t last_frame_ns;      /* pf_time_ns() of the last frame out */
+    int64_t last_pts;           /* output pts of the last frame out */
+    int64_t conn_pts0;          /* first pts of this connection (its time base) */
+    int64_t conn_base;          /* output pts of that first frame; PF_NOPTS = as read */
+    bool reopened;              /* the next frame is the first after a reopen */
+    bool reconnecting;          /* in reopen(): between a break and a frame */
+    pf_status break_status;     /* what broke the stream (PF_EOF or an error) */
+    int64_t delay_ms;           /* the next back-off wait */
+    int64_t retry_at_ns;        /* pf_time_ns() of the next attempt */
+    char why[512];              /* the last reason, for messages */
+    /* realtime pacing (files): pts 0 of the clock and its wall time */
+    bool pace_started;
+    int64_t pace_pts0, pace_t0_ns;
 };
 
 pf_video_reader_params pf_video_reader_params_default(void)
@@ -65,6 +87,10 @@ pf_video_reader_params pf_video_reader_params_default(void)
     p.pool_timeout_us = -1;
     p.domain = PF_MEM_HOST;
     p.raw_fps = (pf_rational){30, 1};
+    p.open_timeout_ms = 10000;
+    p.read_timeout_ms = 5000;
+    p.retry_delay_ms = 500;
+    p.retry_max_delay_ms = 8000;
     return p;
 }
 
@@ -146,6 +172,14 @@ static pf_status pick_kind(pf_video_reader *r, const pf_video_reader_params *p, 
 {
     if (want_nvdec(p)) {
         *kind = SRC_NVDEC;
+        return PF_OK;
+    }
+    if (pf_io_is_url(p->path) || pf_io_is_camera(p->path)) {
+        struct stat sb;
+        if (pf_io_is_camera(p->path) && stat(p->path, &sb) != 0)
+            return pf_set_error(PF_ERR_IO, "%s: no such camera (V4L2 device): %s", r->name,
+                                strerror(errno));
+        *kind = SRC_FFMPEG; /* libavformat opens it (never sniffed as a stream) */
         return PF_OK;
     }
     const char *c = p->container;
@@ -366,7 +400,13 @@ pf_status pf_video_reader_create(const pf_video_reader_params *p, pf_video_reade
     *out = NULL;
     PF_CHECK_ARG(p, "pf_video_reader_create", "params are NULL");
     PF_CHECK_ARG(p->path && p->path[0], "pf_video_reader_create", "path is NULL or empty");
-    const char *name = pf_io_in_name(p->path);
+    char shown[1024];
+    const char *name = pf_io_redact(pf_io_in_name(p->path), shown, sizeof shown);
+    PF_CHECK_ARG(p->retries >= -1 && p->retry_delay_ms >= 0 &&
+                     p->retry_max_delay_ms >= p->retry_delay_ms && p->open_timeout_ms >= 0 &&
+                     p->read_timeout_ms >= 0,
+                 "pf_video_reader_create",
+                 "retries must be >= -1, timeouts >= 0, retry_max_delay_ms >= retry_delay_ms");
     if (p->format != PF_PIXFMT_NONE && !out_format_ok(p->format))
         return pf_set_error(PF_ERR_INVALID, "pf_video_reader_create: %s: output format %s",
                             name, pf_pixfmt_name(p->format));
@@ -383,7 +423,20 @@ pf_status pf_video_reader_create(const pf_video_reader_params *p, pf_video_reade
     if (!r) return pf_set_error(PF_ERR_NOMEM, "pf_video_reader_create: out of host memory");
     r->name = strdup(name);
     r->pool_timeout_us = p->pool_timeout_us;
-    pf_status st = r->name ? PF_OK : pf_set_error(PF_ERR_NOMEM, "out of host memory");
+    r->p = *p;
+    r->path = strdup(p->path);
+    r->protocols = p->protocols ? strdup(p->protocols) : NULL;
+    r->container = p->container ? strdup(p->container) : NULL;
+    r->p.path = r->path;
+    r->p.protocols = r->protocols;
+    r->p.container = r->container;
+    r->p.device = NULL; /* only the pool uses it, made once */
+    r->live = pf_io_is_live(p->path);
+    r->conn_base = PF_NOPTS;
+    pf_status st = r->name && r->path && (r->protocols || !p->protocols) &&
+                           (r->container || !p->container)
+                       ? PF_OK
+                       : pf_set_error(PF_ERR_NOMEM, "out of host memory");
     if (st == PF_OK) st = pick_kind(r, p, &r->kind);
     if (st == PF_OK) {
         switch (r->kind) {
@@ -444,6 +497,9 @@ void pf_video_reader_destroy(pf_video_reader **pr)
     pf_stream_destroy(&r->stream);
     free(r->chroma_scratch);
     free(r->name);
+    free(r->path);
+    free(r->protocols);
+    free(r->container);
     free(r);
 }
 
@@ -548,6 +604,153 @@ static pf_status read_nvdec(pf_video_reader *r, pf_frame *f)
     }
 }
 
+static void sleep_ns(int64_t ns)
+{
+    if (ns <= 0) return;
+    struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* pts in time base `tb` to nanoseconds (double: pts * tb fits easily). */
+static int64_t pts_ns(int64_t pts, pf_rational tb)
+{
+    return tb.den > 0 ? (int64_t)((double)pts * tb.num / tb.den * 1e9) : 0;
+}
+
+/* Longest a consumer that fell behind is let catch up at full speed. */
+#define PACE_CATCH_UP_NS 1000000000LL
+
+/* realtime: frame f leaves no earlier than its pts says, measured from the
+ * first frame on the monotonic clock. Sleeps (never spins). A reader more
+ * than PACE_CATCH_UP_NS late moves its clock instead of bursting. */
+static void pace(pf_video_reader *r, const pf_frame *f)
+{
+    /* Frames without pts (NVDEC's elementary streams) go by index and fps. */
+    pf_rational fps = r->info.fps;
+    bool by_pts = f->pts != PF_NOPTS && f->time_base.den > 0;
+    if (!by_pts && (fps.num <= 0 || fps.den <= 0)) return;
+    int64_t t = by_pts ? f->pts : f->index;
+    pf_rational tb = by_pts ? f->time_base : (pf_rational){fps.den, fps.num};
+    int64_t now = pf_time_ns();
+    if (!r->pace_started) {
+        r->pace_started = true;
+        r->pace_pts0 = t;
+        r->pace_t0_ns = now;
+        return;
+    }
+    int64_t due = r->pace_t0_ns + pts_ns(t - r->pace_pts0, tb);
+    if (due > now) sleep_ns(due - now);
+    else if (now - due > PACE_CATCH_UP_NS) r->pace_t0_ns += now - due - PACE_CATCH_UP_NS;
+}
+
+/* Live frames keep increasing pts across reopens: each connection's pts
+ * are shifted to continue from the last frame out plus the wall time the
+ * break lasted (in the first connection's time base). */
+static void live_timestamps(pf_video_reader *r, pf_frame *f)
+{
+    int64_t now = pf_time_ns();
+    pf_rational tb = r->info.time_base;
+    if (f->pts != PF_NOPTS && tb.num > 0 && tb.den > 0) {
+        int64_t pts = f->pts;
+        if (f->time_base.num != tb.num || f->time_base.den != tb.den)
+            pts = (int64_t)((double)pts * f->time_base.num * tb.den /
+                            ((double)f->time_base.den * tb.num));
+        if (r->reopened) {
+            int64_t gap_ticks = (int64_t)((double)(now - r->last_frame_ns) * tb.den /
+                                          (1e9 * tb.num));
+            r->conn_base = r->last_pts + (gap_ticks > 0 ? gap_ticks : 1);
+            r->conn_pts0 = pts;
+        }
+        if (r->conn_base != PF_NOPTS) pts = r->conn_base + (pts - r->conn_pts0);
+        f->pts = pts;
+        f->time_base = tb;
+        r->last_pts = pts;
+    }
+    if (r->reopened) {
+        int64_t gap = now - r->last_frame_ns;
+        r->stats.gap_us += gap / 1000;
+        double fps = r->info.fps.den > 0 ? (double)r->info.fps.num / r->info.fps.den : 0;
+        int64_t missed = fps > 0 ? (int64_t)(gap / 1e9 * fps + 0.5) - 1 : 0;
+        if (missed > 0) r->stats.frames_missed += (uint64_t)missed;
+        PF_LOGW("%s: stream resumed after %.2f s (about %lld frames missed; %llu reconnects "
+                "so far)",
+                r->name, gap / 1e9, (long long)(missed > 0 ? missed : 0),
+                (unsigned long long)r->stats.reconnects);
+        r->reopened = false;
+    }
+    r->last_frame_ns = now;
+}
+
+/* Under nonblocking_retry, read() returns PF_AGAIN at least this often
+ * while it waits to reconnect. */
+#define RETRY_SLICE_NS 100000000LL
+
+/* A live input failed (st < 0), stalled, or ended (PF_EOF): reopen it with
+ * back-off until a frame comes (PF_OK, into *f) or the attempts run out
+ * (PF_EOF when frames were read before, else the error). The pool and the
+ * stream's size stay; a stream that comes back with another size is an
+ * error. Resumable: under nonblocking_retry it returns PF_AGAIN between
+ * waits and attempts, and the next read() goes on where it left. */
+static pf_status reopen(pf_video_reader *r, pf_status st, pf_frame *f)
+{
+    if (!r->reconnecting) { /* a new break */
+        /* Messages of the reader and the decoder start with the name already. */
+        if (st == PF_EOF) snprintf(r->why, sizeof r->why, "%s: the stream ended", r->name);
+        else snprintf(r->why, sizeof r->why, "%s", pf_last_error());
+        PF_LOGW("%s; reconnecting (retries %d, first delay %lld ms)", r->why, r->p.retries,
+                (long long)r->p.retry_delay_ms);
+        r->reconnecting = true;
+        r->break_status = st;
+        r->delay_ms = r->p.retry_delay_ms;
+        r->retry_at_ns = pf_time_ns() + r->delay_ms * 1000000;
+    }
+    for (;;) {
+        if (r->p.retries >= 0 && r->attempts >= r->p.retries) {
+            r->reconnecting = false;
+            PF_LOGW("%s: giving up after %d reconnect attempts", r->name, r->attempts);
+            if (r->stats.frames > 0) return PF_EOF;
+            return pf_set_error(r->break_status == PF_EOF ? PF_ERR_IO : r->break_status,
+                                "%s; %d reconnect attempts failed", r->why, r->attempts);
+        }
+        int64_t wait = r->retry_at_ns - pf_time_ns();
+        if (wait > 0 && r->p.nonblocking_retry) {
+            sleep_ns(wait < RETRY_SLICE_NS ? wait : RETRY_SLICE_NS);
+            if (pf_time_ns() < r->retry_at_ns) return PF_AGAIN;
+        } else if (wait > 0) {
+            sleep_ns(wait);
+        }
+        r->attempts++;
+        r->delay_ms = r->delay_ms * 2 > r->p.retry_max_delay_ms ? r->p.retry_max_delay_ms
+                                                                : r->delay_ms * 2;
+        pf_ffdec_close(&r->ff);
+        pf_video_info ni;
+        memset(&ni, 0, sizeof ni);
+        st = pf_ffdec_open(&r->p, r->name, NULL, &r->ff, &ni);
+        if (st == PF_OK && (ni.width != r->info.width || ni.height != r->info.height)) {
+            pf_ffdec_close(&r->ff);
+            r->reconnecting = false;
+            return pf_set_error(PF_ERR_FORMAT,
+                                "%s: the stream came back as %dx%d, not %dx%d as before",
+                                r->name, ni.width, ni.height, r->info.width, r->info.height);
+        }
+        if (st == PF_OK) st = pf_ffdec_read(r->ff, f, &r->stats);
+        if (st == PF_OK) {
+            r->stats.reconnects++;
+            r->attempts = 0;
+            r->reconnecting = false;
+            r->reopened = r->last_frame_ns != 0;
+            return PF_OK;
+        }
+        if (st == PF_EOF) snprintf(r->why, sizeof r->why, "%s: no frames", r->name);
+        else snprintf(r->why, sizeof r->why, "%s", pf_last_error());
+        r->stats.reconnect_failures++;
+        PF_LOGW("%s (reconnect attempt %d)", r->why, r->attempts);
+        r->retry_at_ns = pf_time_ns() + r->delay_ms * 1000000;
+        if (r->p.nonblocking_retry) return PF_AGAIN;
+    }
+}
+
 pf_status pf_video_reader_read(pf_video_reader *r, pf_frame *out)
 {
     PF_CHECK_ARG(r && out, "pf_video_reader_read", "reader or out is NULL");
@@ -566,6 +769,7 @@ pf_status pf_video_reader_read(pf_video_reader *r, pf_frame *out)
         if (st == PF_OK) {
             out->index = r->next_index++;
             r->stats.frames++;
+            if (r->p.realtime) pace(r, out);
         } else if (st == PF_EOF) {
             r->eof = true;
         } else if (st < 0) {
@@ -589,7 +793,12 @@ pf_status pf_video_reader_read(pf_video_reader *r, pf_frame *out)
                             r->name, pf_frame_pool_count(r->pool));
     if (st != PF_OK) return st;
     if (r->kind == SRC_FFMPEG) {
-        st = pf_ffdec_read(r->ff, &f, &r->stats);
+        st = r->ff && !r->reconnecting ? pf_ffdec_read(r->ff, &f, &r->stats) : PF_ERR_IO;
+        if (r->live && st != PF_OK && st != PF_ERR_NOMEM && r->p.retries != 0)
+            st = reopen(r, st, &f);
+        if (st == PF_EOF && r->live && r->stats.frames == 0)
+            st = pf_set_error(PF_ERR_IO, "%s: the stream ended before its first frame", r->name);
+        if (st == PF_OK && r->live) live_timestamps(r, &f);
     } else {
         st = read_stream(r, &f);
         if (st == PF_OK) {
@@ -607,6 +816,7 @@ pf_status pf_video_reader_read(pf_video_reader *r, pf_frame *out)
     }
     f.index = r->next_index++;
     r->stats.frames++;
+    if (r->p.realtime && !r->live) pace(r, &f); /* live input is paced by its sender */
     *out = f;
     return PF_OK;
 }

@@ -38,7 +38,8 @@ static void io_domain(bi_stage *s, pf_stage_desc *d, pf_mem_domain m)
 typedef struct vsrc {
     bi_stage base;
     pf_video_reader_params rp;
-    char *path, *container;
+    char *path, *container, *protocols;
+    char shown[1024];          /* path as printed (pf_io_redact: no credentials) */
     bool loop;
     int32_t source;
     int64_t seq;
@@ -54,6 +55,22 @@ static void vsrc_free(bi_stage *b)
     if (s->r_held) pf_io_input_hold(s->path, false);
     free(s->path);
     free(s->container);
+    free(s->protocols);
+}
+
+/* A live source's breaks, once at its end (the run's summary has no
+ * column for them). */
+static void vsrc_say_gaps(vsrc *s)
+{
+    pf_video_reader_stats rs;
+    if (pf_video_reader_get_stats(s->r, &rs) != PF_OK ||
+        (!rs.reconnects && !rs.reconnect_failures))
+        return;
+    PF_LOGW("io.video_source: %s: %llu frames, %llu reconnects (%llu failed attempts), "
+            "gaps %.2f s, about %llu frames missed",
+            s->shown, (unsigned long long)rs.frames, (unsigned long long)rs.reconnects,
+            (unsigned long long)rs.reconnect_failures, rs.gap_us / 1e6,
+            (unsigned long long)rs.frames_missed);
 }
 
 static pf_status vsrc_generate(void *user, pf_stage_ctx *ctx, pf_item *out)
@@ -69,13 +86,16 @@ static pf_status vsrc_generate(void *user, pf_stage_ctx *ctx, pf_item *out)
         s->damage_said = !s->loop;
         PF_LOGW("io.video_source: %s: %llu frames read, %llu damaged or missing packets "
                 "skipped",
-                s->path, (unsigned long long)rs.frames, (unsigned long long)rs.corrupt_packets);
+                s->shown, (unsigned long long)rs.frames, (unsigned long long)rs.corrupt_packets);
     }
+    if (st == PF_EOF) vsrc_say_gaps(s);
     if (st == PF_EOF && s->loop) {
         pf_video_reader_destroy(&s->r);
         st = pf_video_reader_create(&s->rp, &s->r);
         if (st == PF_OK) st = pf_video_reader_read(s->r, &f);
     }
+    /* PF_AGAIN: reconnecting; the runtime calls again (and sees a stop). */
+    if (st == PF_AGAIN) return PF_AGAIN;
     if (st != PF_OK) return st == PF_EOF ? PF_EOF : pf_error_prefix(st, "io.video_source");
     f.source = s->source;
     memset(out, 0, sizeof *out);
@@ -111,13 +131,38 @@ pf_status bi_video_source_create(bi_args *a, pf_stage_desc *d)
     if (st == PF_OK) st = bi_int(a, "raw_width", 0, 0, PF_FRAME_MAX_DIM, &rw);
     if (st == PF_OK) st = bi_int(a, "raw_height", 0, 0, PF_FRAME_MAX_DIM, &rh);
     if (st == PF_OK) st = bi_pixfmt(a, "raw_format", PF_PIXFMT_NONE, false, &rawfmt);
+    bool realtime = false, low_latency = false;
+    int64_t retries, rdelay, rmax, otmo, rtmo;
+    const char *protocols = bi_str(a, "protocols");
+    if (st == PF_OK) st = bi_bool(a, "realtime", false, &realtime);
+    if (st == PF_OK) st = bi_bool(a, "low_latency", false, &low_latency);
+    if (st == PF_OK) st = bi_int(a, "retries", 0, -1, INT32_MAX, &retries);
+    if (st == PF_OK) st = bi_int(a, "retry_delay_ms", 500, 0, 3600000, &rdelay);
+    if (st == PF_OK) st = bi_int(a, "retry_max_delay_ms", rdelay > 8000 ? rdelay : 8000, rdelay,
+                                 3600000, &rmax);
+    if (st == PF_OK) st = bi_int(a, "open_timeout_ms", 10000, 0, 3600000, &otmo);
+    if (st == PF_OK) st = bi_int(a, "read_timeout_ms", 5000, 0, 3600000, &rtmo);
+    if (st == PF_OK && s->loop && path && pf_io_is_live(path))
+        st = bi_error(a, "loop", "loop: a live input (URL or camera) cannot be rewound; use "
+                                 "retries to reconnect");
     if (st == PF_OK && s->loop && strcmp(path, "-") == 0)
         st = bi_error(a, "loop", "loop: stdin cannot be read twice");
     if (st == PF_OK) {
         s->path = strdup(path);
         s->container = container ? strdup(container) : NULL;
+        s->protocols = protocols ? strdup(protocols) : NULL;
+        pf_io_redact(path, s->shown, sizeof s->shown);
         s->rp.path = s->path;
         s->rp.container = s->container;
+        s->rp.protocols = s->protocols;
+        s->rp.realtime = realtime;
+        s->rp.low_latency = low_latency;
+        s->rp.retries = (int)retries;
+        s->rp.retry_delay_ms = rdelay;
+        s->rp.retry_max_delay_ms = rmax;
+        s->rp.nonblocking_retry = true; /* a stop is seen while reconnecting */
+        s->rp.open_timeout_ms = otmo;
+        s->rp.read_timeout_ms = rtmo;
         s->rp.pool_size = (int)pool;
         s->rp.pool_timeout_us = tmo < 0 ? -1 : tmo * 1000;
         s->rp.domain = (pf_mem_domain)mem;

@@ -8,6 +8,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "pixflow/io.h"
+
 bool cli_image_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -32,6 +34,13 @@ cli_input_kind cli_input_classify(const char *path, bool *once)
 {
     if (once) *once = false;
     if (!strcmp(path, "-")) {
+        if (once) *once = true;
+        return CLI_INPUT_VIDEO;
+    }
+    /* A URL (network stream) and a V4L2 camera are live videos the
+     * reader opens through libavformat: never stat'ed or sniffed here
+     * (a missing camera gets the reader's own message). */
+    if (pf_io_is_url(path) || pf_io_is_camera(path)) {
         if (once) *once = true;
         return CLI_INPUT_VIDEO;
     }

@@ -6,7 +6,9 @@
  * Inputs that can be read only once (a FIFO, /dev/stdin, /dev/fd/N of a
  * process substitution, a character device, "-") are never opened here:
  * an image extension makes them an image, anything else a video stream
- * that the video reader sniffs itself (Y4M or a container for FFmpeg). */
+ * that the video reader sniffs itself (Y4M or a container for FFmpeg).
+ * A URL ("rtsp://...", pf_io_is_url) and a V4L2 camera ("/dev/videoN")
+ * are live videos, read once, never touched here. */
 #ifndef PF_TOOLS_INPUT_KIND_H
 #define PF_TOOLS_INPUT_KIND_H
 
@@ -16,7 +18,7 @@ typedef enum cli_input_kind {
     CLI_INPUT_MISSING = 0,  /* stat failed (errno tells why) */
     CLI_INPUT_DIR,
     CLI_INPUT_IMAGE,        /* PNG/JPEG signature, or an image extension */
-    CLI_INPUT_VIDEO         /* anything else (a regular file or a stream) */
+    CLI_INPUT_VIDEO         /* anything else (a regular file, a stream, a URL, a camera) */
 } cli_input_kind;
 
 /* Classifies `path` (may read its first 8 bytes when it is a regular

@@ -196,11 +196,15 @@ bool seg_collect_inputs(seg_job *job, const char *const *args, int n)
         cli_input_kind kind = cli_input_classify(a, NULL);
         int err = errno;
         if (kind == CLI_INPUT_VIDEO) {
+            /* A URL is shown without its password everywhere (messages,
+             * summary, --json). */
+            const char *shown = pf_io_redact(a, job->input_shown, sizeof job->input_shown);
             if (n != 1) {
-                seg_error(job, "%s: a video is segmented on its own; give one video per run", a);
+                seg_error(job, "%s: a video is segmented on its own; give one video per run",
+                          shown);
                 return false;
             }
-            job->input_label = strcmp(a, "-") ? a : "<stdin>";
+            job->input_label = strcmp(a, "-") ? shown : "<stdin>";
             return open_video(job, a);
         }
         bool ok;
@@ -225,9 +229,14 @@ bool seg_collect_inputs(seg_job *job, const char *const *args, int n)
 
 /* Outputs --------------------------------------------------------------------------------- */
 
-/* Last path component without its extension. */
+/* Last path component without its extension; for a URL a name made from
+ * host, port and path (never its credentials). */
 static void stem(const char *path, char *out, size_t size)
 {
+    if (pf_io_is_url(path)) {
+        pf_io_url_name(path, out, size);
+        return;
+    }
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     snprintf(out, size, "%s", base);

@@ -29,6 +29,7 @@ typedef struct seg_job {
     char **inputs;              /* images: the files; video: one path ("-" = stdin) */
     int num_inputs;
     const char *input_label;    /* for messages and the summary */
+    char input_shown[1024];     /* a URL input without its credentials (pf_io_redact) */
     char output[SEG_PATH_MAX];  /* a file, a directory (images), "-", or "null" */
     bool output_is_dir;
     bool null_output;           /* -o null: composite, then drop (benchmarks) */
