@@ -59,6 +59,9 @@ static const cli_option seg_options[] = {
     {"start", "TIME", "start at TIME: seconds (12.5) or [HH:]MM:SS[.frac]; frame-accurate"},
     {"duration", "TIME", "process TIME from the start (same forms)"},
     {"no-audio", NULL, "leave out the input's audio and other streams (kept by default)"},
+    {"realtime", NULL, "read files at their native frame rate (simulates cameras)"},
+    {"retries", "N", "several inputs: a live input that fails, stalls or ends is reopened "
+                     "up to N times in a row (default 3; -1 = forever), the others go on"},
     {"help", NULL, "show this help"},
     {NULL, NULL, NULL},
 };
@@ -353,7 +356,15 @@ static pf_status build(seg_job *job, const seg_run *r, pf_pipeline **out, char *
                                {"reserve", r->latency ? "true" : "false", 0}};
     pf_stage_param post_kv[] = {{"alpha", alpha, 0}, {"size", "frame", 0}};
     pf_stage *s[6] = {NULL};
-    st = seg_add_source(p, job, &s[0]);
+    /* Several inputs: one reader per stream, all into preprocess (a muxer:
+     * round-robin batches across the streams), a demux after the
+     * compositor and one writer per stream. */
+    int ns = job->num_streams;
+    pf_stage **reads = ns > 0 ? calloc((size_t)ns, sizeof *reads) : NULL;
+    pf_stage **writes = ns > 0 ? calloc((size_t)ns, sizeof *writes) : NULL;
+    if (ns > 0 && (!reads || !writes)) st = PF_ERR_NOMEM;
+    for (int i = 0; i < ns && st == PF_OK; i++) st = seg_add_source(p, &job->streams[i], &reads[i]);
+    if (st == PF_OK && ns == 0) st = seg_add_source(p, job, &s[0]);
     if (st == PF_OK)
         st = add_builtin(p, "ops.preprocess", "preprocess", r->dev, pre_kv, 4, r->batch, &s[1]);
     if (st == PF_OK)
@@ -364,12 +375,25 @@ static pf_status build(seg_job *job, const seg_run *r, pf_pipeline **out, char *
         st = add_builtin(p, "ops.mask_post", "mask", r->dev, post_kv, job->mask_out[0] ? 2 : 1,
                          1, &s[3]);
     if (st == PF_OK) st = seg_add_composite(p, job, r->dev, &s[4]);
-    if (st == PF_OK) st = seg_add_sink(p, job, &s[5]);
+    if (st == PF_OK && ns == 0) st = seg_add_sink(p, job, &s[5]);
+    if (st == PF_OK && ns > 0)
+        st = add_builtin(p, "demux", "demux", r->dev, NULL, 0, 1, &s[5]);
+    for (int i = 0; i < ns && st == PF_OK; i++) st = seg_add_sink(p, &job->streams[i], &writes[i]);
     pf_edge_params e = pf_edge_params_default();
-    for (int i = 0; i + 1 < 6 && st == PF_OK; i++) {
+    for (int i = 0; i < ns && st == PF_OK; i++) {
+        e.capacity = r->latency ? 2 : r->batch + 8;
+        st = pf_pipeline_connect(p, reads[i], s[1], &e);
+    }
+    for (int i = ns > 0 ? 1 : 0; i + 1 < 6 && st == PF_OK; i++) {
         e.capacity = r->latency ? 2 : i < 2 ? r->batch + 8 : 8;
         st = pf_pipeline_connect(p, s[i], s[i + 1], &e);
     }
+    for (int i = 0; i < ns && st == PF_OK; i++) {
+        e.capacity = r->latency ? 2 : 8;
+        st = pf_pipeline_connect(p, s[5], writes[i], &e);
+    }
+    free(reads);
+    free(writes);
     if (st != PF_OK) {
         snprintf(err, errsize, "%s", pf_last_error());
         pf_pipeline_destroy(&p);
@@ -377,6 +401,14 @@ static pf_status build(seg_job *job, const seg_run *r, pf_pipeline **out, char *
     }
     *out = p;
     return PF_OK;
+}
+
+/* Frames written: the parent's, or its streams' together. */
+static long long frames_done(seg_job *job)
+{
+    long long n = atomic_load(&job->frames_done);
+    for (int i = 0; i < job->num_streams; i++) n += atomic_load(&job->streams[i].frames_done);
+    return n;
 }
 
 /* Progress ------------------------------------------------------------------------------------- */
@@ -393,7 +425,7 @@ static void progress_update(seg_job *job, progress *pg)
     int64_t now = pf_time_ns();
     double interval = job->tty ? 0.25 : 1.0;
     if ((double)(now - pg->last_ns) / 1e9 < interval * 0.9) return;
-    long long done = atomic_load(&job->frames_done);
+    long long done = frames_done(job);
     double dt = (double)(now - pg->last_ns) / 1e9;
     double inst = dt > 0 ? (double)(done - pg->last_done) / dt : 0;
     pg->rate = pg->last_done == 0 && pg->rate == 0 ? inst : 0.7 * pg->rate + 0.3 * inst;
@@ -435,12 +467,28 @@ typedef struct summary {
     char busiest[64];          /* "" when unknown (copied: stats die with the pipeline) */
     double busiest_busy;
     const char *status;        /* "done", "interrupted", "failed" */
+    struct seg_stream_sum {    /* several inputs: one per stream */
+        long long frames, dropped, reconnects;
+        double fps, p50_ms, p99_ms, gap_s;
+    } *streams;
 } summary;
+
 
 static void gather(seg_job *job, pf_pipeline *p, double elapsed_s, summary *s)
 {
     memset(s, 0, sizeof *s);
-    s->frames = atomic_load(&job->frames_done);
+    s->frames = frames_done(job);
+    if (job->num_streams > 0) s->streams = calloc((size_t)job->num_streams, sizeof *s->streams);
+    for (int i = 0; s->streams && i < job->num_streams; i++) {
+        seg_job *sj = &job->streams[i];
+        s->streams[i].frames = atomic_load(&sj->frames_done);
+        pf_video_reader_stats rs;
+        if (sj->reader && pf_video_reader_get_stats(sj->reader, &rs) == PF_OK) {
+            s->corrupt += (long long)rs.corrupt_packets;
+            s->streams[i].reconnects = (long long)rs.reconnects;
+            s->streams[i].gap_s = (double)rs.gap_us / 1e6;
+        }
+    }
     s->failed = atomic_load(&job->images_failed);
     s->elapsed_s = elapsed_s;
     s->fps = elapsed_s > 0 ? (double)s->frames / elapsed_s : 0;
@@ -450,6 +498,14 @@ static void gather(seg_job *job, pf_pipeline *p, double elapsed_s, summary *s)
         s->transfers = (long long)ps.transfers;
         s->p50_ms = ps.e2e_p50_us / 1000.0;
         s->p99_ms = ps.e2e_p99_us / 1000.0;
+        for (int k = 0; s->streams && k < ps.num_streams; k++) {
+            int i = ps.streams[k].source;
+            if (i < 0 || i >= job->num_streams) continue;
+            s->streams[i].fps = ps.streams[k].fps;
+            s->streams[i].dropped = (long long)ps.streams[k].dropped;
+            s->streams[i].p50_ms = ps.streams[k].e2e_p50_us / 1000.0;
+            s->streams[i].p99_ms = ps.streams[k].e2e_p99_us / 1000.0;
+        }
         if (ps.bottleneck >= 0 && ps.bottleneck < ps.num_stages) {
             snprintf(s->busiest, sizeof s->busiest, "%s", ps.stages[ps.bottleneck].name);
             s->busiest_busy = ps.stages[ps.bottleneck].busy_fraction;
@@ -484,6 +540,17 @@ static void print_text(FILE *f, const seg_job *job, const seg_run *r, const summ
     fprintf(f, "  model     %s (%dx%d)\n", job->model, job->model_w, job->model_h);
     if (job->mask_out[0]) fprintf(f, "  masks     %s\n", job->mask_out);
     if (s->busiest[0]) fprintf(f, "  busiest   %s (%.0f%% busy)\n", s->busiest, 100 * s->busiest_busy);
+    for (int i = 0; s->streams && i < job->num_streams; i++) {
+        const seg_job *sj = &job->streams[i];
+        fprintf(f, "  stream %d  %s -> %s: %lld frames, %.1f fps, %lld drops, p50 %.2f ms, "
+                "p99 %.2f ms", i, sj->input_label, sj->null_output ? "<null>" : sj->output,
+                s->streams[i].frames, s->streams[i].fps, s->streams[i].dropped,
+                s->streams[i].p50_ms, s->streams[i].p99_ms);
+        if (sj->live)
+            fprintf(f, ", %lld reconnects, gap %.2f s", s->streams[i].reconnects,
+                    s->streams[i].gap_s);
+        fprintf(f, "\n");
+    }
 }
 
 static void print_json(FILE *f, const seg_job *job, const seg_run *r, const summary *s)
@@ -512,6 +579,26 @@ static void print_json(FILE *f, const seg_job *job, const seg_run *r, const summ
     cli_json_string(&j, "device", r->dev ? pf_device_spec(r->dev) : "cpu");
     cli_json_string(&j, "model", job->model);
     cli_json_string(&j, "busiest_stage", s->busiest[0] ? s->busiest : NULL);
+    if (s->streams) {
+        cli_json_array_begin(&j, "streams");
+        for (int i = 0; i < job->num_streams; i++) {
+            const seg_job *sj = &job->streams[i];
+            cli_json_object_begin(&j, NULL);
+            cli_json_int(&j, "index", i);
+            cli_json_string(&j, "input", sj->input_label);
+            cli_json_string(&j, "output", sj->null_output ? "null" : sj->output);
+            cli_json_int(&j, "frames", s->streams[i].frames);
+            cli_json_double(&j, "fps", s->streams[i].fps);
+            cli_json_int(&j, "dropped", s->streams[i].dropped);
+            cli_json_double(&j, "latency_p50_ms", s->streams[i].p50_ms);
+            cli_json_double(&j, "latency_p99_ms", s->streams[i].p99_ms);
+            cli_json_bool(&j, "live", sj->live);
+            cli_json_int(&j, "reconnects", s->streams[i].reconnects);
+            cli_json_double(&j, "gap_s", s->streams[i].gap_s);
+            cli_json_object_end(&j);
+        }
+        cli_json_array_end(&j);
+    }
     cli_json_object_end(&j);
     cli_json_finish(&j);
 }
@@ -570,6 +657,7 @@ static int run_job(seg_job *job, seg_run *r, bool json, bool stats)
     else
         print_text(out, job, r, &s);
     fflush(out);
+    free(s.streams);
     if (r->trace && !failed && !json && !job->quiet)
         fprintf(stderr, "pixflow segment: trace written to %s\n", r->trace);
     if (interrupted) return SEG_EXIT_INTERRUPTED;
@@ -638,7 +726,39 @@ int cmd_segment(int argc, char **argv)
     pthread_mutex_init(&job.gate_mu, NULL);
     pthread_cond_init(&job.gate_cv, NULL);
     rc = CLI_EXIT_FAIL;
-    if (seg_find_model(&job, cli_value(seg_options, &a, "model")) && read_model(&job) &&
+    job.realtime = cli_flag(seg_options, &a, "realtime");
+    job.retries = 3;
+    if ((v = cli_value(seg_options, &a, "retries"))) {
+        long n = 0;
+        if (!cli_parse_long(v, -1, 1000000, &n)) {
+            seg_job_free(&job);
+            return usage_error("--retries '%s': expected -1..1000000", v);
+        }
+        job.retries = (int)n;
+    }
+    if (seg_multi_wanted(a.positional, a.positional_count)) {
+        /* Several inputs, one pipeline (segment_multi.c). */
+        if (seg_find_model(&job, cli_value(seg_options, &a, "model")) && read_model(&job)) {
+            rc = seg_multi_plan(&job, a.positional, a.positional_count, out_arg,
+                                cli_value(seg_options, &a, "mask-out"), r.trace, job.realtime);
+            if (rc == CLI_EXIT_OK) {
+                snprintf(job.output, sizeof job.output, "%s", job.null_output ? "null" : out_arg);
+                if (cli_value(seg_options, &a, "mask-out"))
+                    snprintf(job.mask_out, sizeof job.mask_out, "%s",
+                             cli_value(seg_options, &a, "mask-out"));
+                job.info = job.streams[0].info;
+                job.info.frame_count = 0;
+                for (int i = 0; i < job.num_streams; i++)
+                    if (job.info.frame_count >= 0)
+                        job.info.frame_count = job.streams[i].info.frame_count > 0
+                                                   ? job.info.frame_count +
+                                                         job.streams[i].info.frame_count
+                                                   : -1;
+                rc = run_job(&job, &r, json, cli_flag(seg_options, &a, "stats"));
+            }
+        }
+        seg_multi_free(&job);
+    } else if (seg_find_model(&job, cli_value(seg_options, &a, "model")) && read_model(&job) &&
         seg_collect_inputs(&job, a.positional, a.positional_count) &&
         seg_plan_outputs(&job, out_arg, cli_value(seg_options, &a, "mask-out")) &&
         seg_check_outputs(&job, r.trace))

@@ -164,7 +164,7 @@ static bool add_glob(seg_job *job, const char *pattern)
     return ok;
 }
 
-static bool open_video(seg_job *job, const char *path)
+bool seg_open_video(seg_job *job, const char *path)
 {
     if (!add_input(job, path)) return false;
     job->kind = SEG_VIDEO;
@@ -173,6 +173,14 @@ static bool open_video(seg_job *job, const char *path)
     /* Frames wait in the pipeline's queues and batches: enough of them
      * (two batches of 64 and the queues; latency mode holds one). */
     rp.pool_size = job->gate ? 8 : 160;
+    rp.realtime = job->realtime;
+    /* One of several streams: a live input that drops is reopened (bounded)
+     * while the others go on. */
+    job->live = pf_io_is_live(path);
+    if (job->live && job->stage_suffix[0]) {
+        rp.retries = job->retries;
+        rp.retry_max_delay_ms = 2000;
+    }
     /* On a GPU, NVDEC where the input allows it (an H.264/HEVC elementary
      * stream): NV12 frames in device memory, never on the host. */
     if (job->dev && pf_device_get_type(job->dev) == PF_DEVICE_CUDA) {
@@ -205,7 +213,7 @@ bool seg_collect_inputs(seg_job *job, const char *const *args, int n)
                 return false;
             }
             job->input_label = strcmp(a, "-") ? shown : "<stdin>";
-            return open_video(job, a);
+            return seg_open_video(job, a);
         }
         bool ok;
         if (kind == CLI_INPUT_DIR)
@@ -231,7 +239,7 @@ bool seg_collect_inputs(seg_job *job, const char *const *args, int n)
 
 /* Last path component without its extension; for a URL a name made from
  * host, port and path (never its credentials). */
-static void stem(const char *path, char *out, size_t size)
+void seg_stem(const char *path, char *out, size_t size)
 {
     if (pf_io_is_url(path)) {
         pf_io_url_name(path, out, size);
@@ -252,7 +260,7 @@ static const char *extension(const char *path)
     return dot ? dot : "";
 }
 
-static bool make_dir(seg_job *job, const char *dir)
+bool seg_make_dir(seg_job *job, const char *dir)
 {
     if (is_dir(dir)) return true;
     char tmp[SEG_PATH_MAX];
@@ -304,7 +312,7 @@ bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg)
             snprintf(job->output, sizeof job->output, "segmented");
             job->output_is_dir = true;
         } else {
-            stem(job->inputs[0], st, sizeof st);
+            seg_stem(job->inputs[0], st, sizeof st);
             const char *ext = extension(job->inputs[0]);
             snprintf(job->output, sizeof job->output, "%s_seg%s", st,
                      job->alpha || !ext[0] ? ".png" : ext);
@@ -314,7 +322,7 @@ bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg)
             seg_error(job, "-o %s: --alpha writes RGBA, which needs a .png file", job->output);
             return false;
         }
-        if (job->output_is_dir && !make_dir(job, job->output)) return false;
+        if (job->output_is_dir && !seg_make_dir(job, job->output)) return false;
         if (mask_arg) {
             snprintf(job->mask_out, sizeof job->mask_out, "%s", mask_arg);
             job->mask_is_dir = names_dir(mask_arg, several);
@@ -322,7 +330,7 @@ bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg)
                 seg_error(job, "--mask-out %s: several images need a directory", mask_arg);
                 return false;
             }
-            if (job->mask_is_dir && !make_dir(job, job->mask_out)) return false;
+            if (job->mask_is_dir && !seg_make_dir(job, job->mask_out)) return false;
         }
         return true;
     }
@@ -343,7 +351,7 @@ bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg)
     } else if (from_stdin) {
         snprintf(job->output, sizeof job->output, "-");
     } else {
-        stem(job->inputs[0], st, sizeof st);
+        seg_stem(job->inputs[0], st, sizeof st);
         const char *ext = job->alpha                    ? ".mov"
                           : ieq(extension(job->inputs[0]), ".y4m") || !pf_io_have_ffmpeg()
                               ? ".y4m"
@@ -362,7 +370,7 @@ bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg)
     if (mask_arg) {
         snprintf(job->mask_out, sizeof job->mask_out, "%s", mask_arg);
         job->mask_is_dir = names_dir(mask_arg, true);
-        if (job->mask_is_dir && !make_dir(job, job->mask_out)) return false;
+        if (job->mask_is_dir && !seg_make_dir(job, job->mask_out)) return false;
     }
     return true;
 }
@@ -492,7 +500,7 @@ void seg_image_output(const seg_job *job, int i, bool mask, char *buf, size_t si
         snprintf(buf, size, "%s/mask_%06d.png", where, i);
         return;
     }
-    stem(job->inputs[i], st, sizeof st);
+    seg_stem(job->inputs[i], st, sizeof st);
     const char *ext = extension(job->inputs[i]);
     if (mask || job->alpha || !ext[0]) ext = ".png";
     snprintf(buf, size, "%s/%s%s", where, st, ext);

@@ -23,7 +23,8 @@ typedef enum seg_kind {
 
 typedef enum seg_bg { SEG_BG_BLUR, SEG_BG_COLOR, SEG_BG_IMAGE, SEG_BG_NONE } seg_bg;
 
-typedef struct seg_job {
+typedef struct seg_job seg_job;
+struct seg_job {
     /* what to do */
     seg_kind kind;
     char **inputs;              /* images: the files; video: one path ("-" = stdin) */
@@ -67,7 +68,18 @@ typedef struct seg_job {
     atomic_int write_failed;    /* closing a video writer failed (reported) */
     atomic_int progress_shown;  /* a progress line is on the terminal */
     bool tty;
-} seg_job;
+    /* Several video inputs in one pipeline (segment_multi.c): the parent
+     * job holds one job per stream (its input, reader, outputs, counts);
+     * the shared stages (model, compositor) use the parent's settings. */
+    struct seg_job *streams;
+    int num_streams;
+    int stream_index;           /* a stream's input position (its source id) */
+    char stage_suffix[16];      /* "" or "_N": stage names unique per stream */
+    bool live;                  /* a live input: its errors end its stream only */
+    bool realtime;              /* --realtime: files read at their native rate */
+    int retries;                /* --retries: live input of several, reopened up to
+                                   this many times in a row (-1 forever) */
+};
 
 /* Inputs and names (segment_inputs.c) ---------------------------------------------------- */
 
@@ -99,6 +111,35 @@ bool seg_check_outputs(seg_job *job, const char *trace);
 void seg_image_output(const seg_job *job, int i, bool mask, char *buf, size_t size);
 
 void seg_job_free(seg_job *job);
+
+/* Adds `path` as job's one video input and opens its reader. */
+bool seg_open_video(seg_job *job, const char *path);
+/* Creates a directory and its parents (mkdir -p). Prints the error. */
+bool seg_make_dir(seg_job *job, const char *dir);
+/* An input's stem (pf_io_url_name for a URL). */
+void seg_stem(const char *path, char *out, size_t size);
+
+/* Several inputs (segment_multi.c) ---------------------------------------------------------- */
+
+/* Expands an output pattern for input `index` (path `input`): {name} is the
+ * input's stem (pf_io_url_name for a URL), {index} its position from 0.
+ * False when the result does not fit. */
+bool seg_expand_pattern(const char *pattern, const char *input, int index, char *buf,
+                        size_t size);
+
+/* Fills job->streams from several video inputs ("-" is refused): each gets
+ * its reader (a file that cannot be opened is an error here, before the
+ * start) and its outputs from the -o / --mask-out patterns, which must
+ * contain {name} or {index} (-o null excepted). Refuses outputs shared by
+ * two streams or that are an input. Prints the error; returns a CLI exit
+ * code (CLI_EXIT_OK, CLI_EXIT_USAGE, CLI_EXIT_FAIL). */
+int seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out_arg,
+                   const char *mask_arg, const char *trace, bool realtime);
+
+/* True when several positional arguments include a video (file or URL). */
+bool seg_multi_wanted(const char *const *args, int n);
+
+void seg_multi_free(seg_job *job);
 
 /* Prints "pixflow segment: " + message on stderr, clearing a progress line. */
 void seg_error(seg_job *job, const char *fmt, ...)

@@ -132,9 +132,14 @@ pf_status seg_add_source(pf_pipeline *p, seg_job *job, pf_stage **src)
     seg_source *s = calloc(1, sizeof *s);
     if (!s) return PF_ERR_NOMEM;
     s->job = job;
+    char name[32];
+    snprintf(name, sizeof name, "read%s", job->stage_suffix);
     pf_stage_desc d = pf_stage_desc_default();
-    d.name = "read";
+    d.name = name;
     d.source = source_fn;
+    /* One of several streams: a live input that gives up ends its stream
+     * only; the others go on. */
+    d.source_errors_leave = job->live && job->stage_suffix[0];
     d.destroy = free;
     d.user = s;
     if (job->info.hw_decode && job->dev) {
@@ -444,8 +449,10 @@ pf_status seg_add_sink(pf_pipeline *p, seg_job *job, pf_stage **out)
     seg_sink *s = calloc(1, sizeof *s);
     if (!s) return PF_ERR_NOMEM;
     s->job = job;
+    char name[32];
+    snprintf(name, sizeof name, "write%s", job->stage_suffix);
     pf_stage_desc d = pf_stage_desc_default();
-    d.name = "write";
+    d.name = name;
     d.process = sink_process;
     d.stop = sink_stop;
     d.destroy = sink_destroy;

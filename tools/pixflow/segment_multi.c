@@ -1,0 +1,184 @@
+/* `pixflow segment IN1 IN2 URL ... -o 'out/{name}_seg.mp4'`: several video
+ * inputs in one pipeline. Each input becomes a stream job (its reader, its
+ * outputs, its counts) under the parent job; cmd_segment.c connects one
+ * reader per stream into the batched model and a demux routes each stream
+ * to its own writer. Output names come from a pattern with {name} (the
+ * input's stem, or pf_io_url_name for a URL) or {index} (its position). */
+#define _POSIX_C_SOURCE 200809L
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "input_kind.h"
+#include "segment_job.h"
+
+bool seg_multi_wanted(const char *const *args, int n)
+{
+    if (n < 2) return false;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(args[i], "-") || pf_io_is_url(args[i]) ||
+            cli_input_classify(args[i], NULL) == CLI_INPUT_VIDEO)
+            return true;
+    return false;
+}
+
+bool seg_expand_pattern(const char *pattern, const char *input, int index, char *buf,
+                        size_t size)
+{
+    char name[512];
+    seg_stem(input, name, sizeof name);
+    size_t o = 0;
+    for (const char *c = pattern; *c;) {
+        const char *put = NULL;
+        char num[16];
+        if (!strncmp(c, "{name}", 6)) {
+            put = name;
+            c += 6;
+        } else if (!strncmp(c, "{index}", 7)) {
+            snprintf(num, sizeof num, "%d", index);
+            put = num;
+            c += 7;
+        }
+        if (put) {
+            size_t len = strlen(put);
+            if (o + len >= size) return false;
+            memcpy(buf + o, put, len);
+            o += len;
+        } else {
+            if (o + 1 >= size) return false;
+            buf[o++] = *c++;
+        }
+    }
+    buf[o] = '\0';
+    return true;
+}
+
+static bool has_key(const char *pattern)
+{
+    return strstr(pattern, "{name}") || strstr(pattern, "{index}");
+}
+
+static int usage(const char *what, const char *arg)
+{
+    fprintf(stderr, "pixflow segment: %s '%s': several inputs need a pattern with {name} or "
+            "{index} (e.g. 'out/{name}_seg.mp4') (see 'pixflow segment --help')\n", what, arg);
+    return CLI_EXIT_USAGE;
+}
+
+/* Outputs shared by two streams: one name for two files. */
+static bool check_shared(seg_job *job)
+{
+    int n = 0;
+    const char **keys = calloc((size_t)job->num_streams * 2, sizeof *keys);
+    int *owner = calloc((size_t)job->num_streams * 2, sizeof *owner);
+    int *first = calloc((size_t)job->num_streams * 2, sizeof *first);
+    bool ok = keys && owner && first;
+    for (int i = 0; ok && i < job->num_streams; i++) {
+        seg_job *s = &job->streams[i];
+        const char *paths[2] = {s->null_output ? NULL : s->output,
+                                s->mask_out[0] ? s->mask_out : NULL};
+        for (int k = 0; k < 2 && ok; k++) {
+            if (!paths[k]) continue;
+            char canon[SEG_PATH_MAX];
+            cli_canonical_path(paths[k], canon, sizeof canon);
+            owner[n] = i;
+            ok = (keys[n++] = strdup(canon)) != NULL;
+        }
+    }
+    if (ok) ok = cli_find_same(keys, n, first);
+    if (!ok) seg_error(job, "out of memory checking the outputs");
+    for (int i = 0; ok && i < n; i++) {
+        if (first[i] < 0) continue;
+        seg_error(job, "%s and %s would both be written to %s (the same name): use {index} "
+                  "in the pattern", job->streams[owner[first[i]]].input_shown,
+                  job->streams[owner[i]].input_shown, keys[i]);
+        ok = false;
+    }
+    for (int i = 0; keys && i < n; i++) free((char *)keys[i]);
+    free(keys);
+    free(owner);
+    free(first);
+    return ok;
+}
+
+int seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out_arg,
+                   const char *mask_arg, const char *trace, bool realtime)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(args[i], "-")) {
+            fprintf(stderr, "pixflow segment: '-' (stdin) is an input only on its own (see "
+                    "'pixflow segment --help')\n");
+            return CLI_EXIT_USAGE;
+        }
+    if (!job->null_output && (!out_arg || !has_key(out_arg)))
+        return usage("-o", out_arg ? out_arg : "(not given)");
+    if (mask_arg && !has_key(mask_arg)) return usage("--mask-out", mask_arg);
+    job->streams = calloc((size_t)n, sizeof *job->streams);
+    if (!job->streams) {
+        seg_error(job, "out of memory");
+        return CLI_EXIT_FAIL;
+    }
+    job->kind = SEG_VIDEO;
+    job->input_label = "streams";
+    for (int i = 0; i < n; i++) {
+        seg_job *s = &job->streams[i];
+        job->num_streams = i + 1;
+        s->kind = SEG_VIDEO;
+        s->dev = job->dev;
+        s->gate = job->gate;
+        pthread_mutex_init(&s->gate_mu, NULL);
+        pthread_cond_init(&s->gate_cv, NULL);
+        s->realtime = realtime;
+        s->retries = job->retries;
+        s->alpha = job->alpha;
+        s->null_output = job->null_output;
+        s->codec = job->codec;
+        s->preset = job->preset;
+        s->crf = job->crf;
+        s->bitrate = job->bitrate;
+        s->max_frames = job->max_frames;
+        s->start_s = job->start_s;
+        s->duration_s = job->duration_s;
+        s->no_audio = job->no_audio;
+        s->quiet = job->quiet;
+        s->stream_index = i;
+        snprintf(s->stage_suffix, sizeof s->stage_suffix, "_%d", i);
+        s->input_label = pf_io_redact(args[i], s->input_shown, sizeof s->input_shown);
+        char out[SEG_PATH_MAX], mask[SEG_PATH_MAX];
+        if ((!job->null_output &&
+             !seg_expand_pattern(out_arg, args[i], i, out, sizeof out)) ||
+            (mask_arg && !seg_expand_pattern(mask_arg, args[i], i, mask, sizeof mask))) {
+            seg_error(job, "%s: the output name is too long", s->input_label);
+            return CLI_EXIT_FAIL;
+        }
+        if (!seg_open_video(s, args[i]) ||
+            !seg_plan_outputs(s, job->null_output ? NULL : out, mask_arg ? mask : NULL) ||
+            !seg_check_outputs(s, i == 0 ? trace : NULL))
+            return CLI_EXIT_FAIL;
+    }
+    if (!check_shared(job)) return CLI_EXIT_FAIL;
+    /* A pattern may name a directory per stream: made once all is checked. */
+    for (int i = 0; i < n && !job->null_output; i++) {
+        char dir[SEG_PATH_MAX];
+        snprintf(dir, sizeof dir, "%s", job->streams[i].output);
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+            *slash = '\0';
+            if (!seg_make_dir(job, dir)) return CLI_EXIT_FAIL;
+        }
+    }
+    return CLI_EXIT_OK;
+}
+
+void seg_multi_free(seg_job *job)
+{
+    for (int i = 0; i < job->num_streams; i++) {
+        seg_job_free(&job->streams[i]);
+        pthread_mutex_destroy(&job->streams[i].gate_mu);
+        pthread_cond_destroy(&job->streams[i].gate_cv);
+    }
+    free(job->streams);
+    job->streams = NULL;
+    job->num_streams = 0;
+}
