@@ -15,6 +15,7 @@
 #            key, '-' among several, two inputs on one output: exit 2 or 1
 #            with a message naming the problem; nothing written
 #   index    -o 'out/{index}.y4m' and --mask-out 'm/{index}/': outputs 0..2
+#   realtime --realtime: two 1 s files take at least 0.9 s
 #   live     an MPEG-TS feeder over TCP (-re) plus a file: both outputs
 #            complete, the live line in the summary
 # Exit 0 pass, 1 fail (the failing check is printed), 77 skip.
@@ -134,6 +135,19 @@ index)
     [ "$(y4m_info out/1.y4m)" = "4 80x48" ] || fail "out/1.y4m"
     [ "$(y4m_info out/2.y4m)" = "5 64x64" ] || fail "out/2.y4m"
     [ "$(ls m/2 | wc -l)" = 5 ] && [ "$(ls m/0 | wc -l)" = 3 ] || fail "masks: $(ls -R m)"
+    ;;
+realtime)
+    # 25 frames at 25 fps each: read at their native rate the run takes
+    # about 1 s (as fast as possible it is a fraction of that here).
+    gen a 64x48 25; gen b 64x48 25
+    timeout 60 "$PIXFLOW" segment a.y4m b.y4m -o null --realtime --quiet --json > rt.json ||
+        fail "exit status"
+    python3 - rt.json <<'PY' || fail "--realtime did not pace the files"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["frames"] == 50, j["frames"]
+assert j["elapsed_s"] >= 0.9, j["elapsed_s"]
+PY
     ;;
 live)
     gen f 96x64 10

@@ -74,7 +74,8 @@ static void seg_usage(FILE *f)
             "                       [--batch N | --latency] [--trace FILE] [--stats] [--json]\n"
             "                       [--quiet] [-y | -n] [--codec NAME] [--crf N | --bitrate RATE]\n"
             "                       [--preset NAME] [--start TIME] [--duration TIME]\n"
-            "                       [--frames N] [--no-audio]\n\n"
+            "                       [--frames N] [--no-audio] [--realtime] [--retries N]\n"
+            "       pixflow segment VIDEO|URL VIDEO|URL... -o 'DIR/{name}_seg.mp4' [options]\n\n"
             "Finds the people in a video or images and replaces the background.\n"
             "INPUT: a video file (Y4M; other containers when built with FFmpeg), '-' for\n"
             "stdin (Y4M, or a container FFmpeg reads without seeking), a FIFO or /dev/fd/N,\n"
@@ -103,6 +104,12 @@ static void seg_usage(FILE *f)
             "subtitle streams unchanged (no re-encode) unless --no-audio; --start,\n"
             "--duration and --frames cut video and audio alike. Odd sizes are padded by\n"
             "one row/column (the edge repeated) for codecs that need even sizes.\n\n"
+            "Several videos (files, URLs) run in one pipeline: a reader each, one batched\n"
+            "model, a writer each. -o must then be a pattern with {name} (the input's stem,\n"
+            "or a name from a URL's host, port and path, or its '#NAME') or {index} (its\n"
+            "position from 0): -o 'out/{name}_seg.mp4'; --mask-out likewise. A live input\n"
+            "that fails is reopened (--retries) while the others go on; the summary and\n"
+            "--json add one line (a 'streams' entry) per input.\n\n"
             "options:\n");
     cli_print_options(f, seg_options);
     fprintf(f, "\nexit status: 0 all done; 1 a failure, or some images could not be read or\n"
