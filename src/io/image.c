@@ -331,7 +331,9 @@ pf_status pf_image_write(const char *path, const pf_frame *f, const pf_image_wri
     }
     pf_membuf m = {0};
     pf_status st = encode("pf_image_write", pf_io_out_name(path), f, p, fmt, &m);
-    if (st == PF_OK) st = pf_io_write_file(path, m.data, m.size);
+    /* Images come by the thousand into one directory: the data is fsync'ed,
+     * the directory is not (PF_OUTPUT_NO_DIR_SYNC says why). */
+    if (st == PF_OK) st = pf_output_write_file(path, m.data, m.size, PF_OUTPUT_NO_DIR_SYNC);
     pf_membuf_free(&m);
     return st;
 }

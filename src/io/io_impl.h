@@ -21,9 +21,6 @@ bool pf_io_has_ext(const char *path, const char *ext);
 
 /* Reads all of `path` into a malloc'd block (*data, *size); the caller frees. */
 pf_status pf_io_read_file(const char *path, uint8_t **data, size_t *size);
-/* pf_output_write_file(path, data, size, PF_OUTPUT_NO_DIR_SYNC): a temporary
- * + fsync + rename, so readers never see a half file; "-" writes to stdout. */
-pf_status pf_io_write_file(const char *path, const void *data, size_t size);
 
 /* Inputs this process is reading (output_file.c): hold(path, true) while a
  * reader or source has it open, hold(path, false) after (counted, by device

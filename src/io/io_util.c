@@ -99,13 +99,6 @@ pf_status pf_io_read_file(const char *path, uint8_t **data, size_t *size)
     return PF_OK;
 }
 
-pf_status pf_io_write_file(const char *path, const void *data, size_t size)
-{
-    /* Images come by the thousand into one directory: the data is fsync'ed,
-     * the directory is not (PF_OUTPUT_NO_DIR_SYNC says why). */
-    return pf_output_write_file(path, data, size, PF_OUTPUT_NO_DIR_SYNC);
-}
-
 bool pf_membuf_append(pf_membuf *m, const void *data, size_t n)
 {
     if (m->failed) return false;
