@@ -126,6 +126,12 @@ patterns)
     "$PIXFLOW" segment a.y4m missing.y4m -o 'o/{name}.y4m' 2> e6; rc=$?
     [ "$rc" = 1 ] && grep -q "missing.y4m" e6 || { cat e6; fail "missing input: $rc"; }
     [ ! -e o ] && [ ! -e out.y4m ] && [ ! -e a.y4m.y4m ] || fail "something was written"
+    # One stream's output is another stream's input: refused, the input intact.
+    cp b.y4m a_seg.y4m; sum0=$(cksum < a_seg.y4m)
+    "$PIXFLOW" segment a.y4m a_seg.y4m -o '{name}_seg.y4m' 2> e7; rc=$?
+    [ "$rc" = 1 ] && grep -q "would replace a_seg.y4m, an input of this run" e7 ||
+        { cat e7; fail "output over another stream's input: $rc"; }
+    [ "$(cksum < a_seg.y4m)" = "$sum0" ] || fail "a_seg.y4m was changed"
     ;;
 index)
     gen a 64x48 3; gen b 80x48 4; gen c 64x64 5

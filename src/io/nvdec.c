@@ -219,6 +219,9 @@ static pf_status make_pool(pf_nvdec *d, int w, int h)
     return PF_OK;
 }
 
+/* VUI colour code 2 is "unspecified", which pf_color_info spells 0. */
+static int unspec2(int code) { return code == 2 ? 0 : code; }
+
 static pf_status on_sequence(pf_nvdec *d, CUVIDEOFORMAT *f, int *surfaces_out)
 {
     int engines = 0;
@@ -291,15 +294,16 @@ static pf_status on_sequence(pf_nvdec *d, CUVIDEOFORMAT *f, int *surfaces_out)
         f->frame_rate.numerator > INT32_MAX || f->frame_rate.denominator > INT32_MAX)
         d->info.fps = (pf_rational){0, 0};
     d->info.progressive = f->progressive_sequence != 0;
-    /* H.273 code points, as the FFmpeg path reports them (2 = unspecified).
-     * The flag is 0 both for "limited" and for "not signalled" (the spec's
-     * inferred value): left unspecified, which converts as limited. */
+    /* H.273 code points, with 2 ("unspecified" in the VUI) as 0, as the
+     * FFmpeg path reports them. The flag is 0 both for "limited" and for
+     * "not signalled" (the spec's inferred value): left unspecified, which
+     * converts as limited. */
     d->info.color.range = f->video_signal_description.video_full_range_flag
                               ? PF_COLOR_RANGE_FULL
                               : PF_COLOR_RANGE_UNSPECIFIED;
-    d->info.color.matrix = f->video_signal_description.matrix_coefficients;
-    d->info.color.primaries = f->video_signal_description.color_primaries;
-    d->info.color.transfer = f->video_signal_description.transfer_characteristics;
+    d->info.color.matrix = unspec2(f->video_signal_description.matrix_coefficients);
+    d->info.color.primaries = unspec2(f->video_signal_description.color_primaries);
+    d->info.color.transfer = unspec2(f->video_signal_description.transfer_characteristics);
     d->info.surfaces = surfaces;
     d->info.min_surfaces = min;
     d->info.engines = engines;

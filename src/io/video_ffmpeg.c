@@ -310,11 +310,7 @@ static pf_status live_format(const pf_video_reader_params *p, const char *name,
                             p->protocols ? p->protocols : PF_IO_DEFAULT_PROTOCOLS);
     if (!pf_io_is_camera(p->path) || *ifmt) return PF_OK;
 #ifdef PF_HAVE_AVDEVICE
-    static int registered;
-    if (!registered) { /* idempotent; the flag only skips the work */
-        registered = 1;
-        avdevice_register_all();
-    }
+    avdevice_register_all(); /* idempotent (an unlocked static flag would race) */
     *ifmt = av_find_input_format("video4linux2");
 #endif
     if (!*ifmt)
@@ -356,6 +352,7 @@ pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_pe
 {
     *out = NULL;
     pf_ff_init_log();
+    pf_ff_log_reset(); /* an older reader's FFmpeg line is not this open's reason */
     pf_ff_log_reset();
     pf_ffdec *d = calloc(1, sizeof *d);
     if (!d) return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", name);
@@ -387,8 +384,11 @@ pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_pe
     if (err == 0) {
         open_options(p, d->live, &opts);
         d->fmt->interrupt_callback = (AVIOInterruptCB){interrupt_cb, d};
-        d->deadline_us = p->open_timeout_ms > 0 ? av_gettime_relative() + p->open_timeout_ms * 1000
-                                                : 0;
+        /* Live inputs only, like the read timeout: a pipe or file whose
+         * producer is slow to send its first seconds is not a dead server. */
+        d->deadline_us = d->live && p->open_timeout_ms > 0
+                             ? av_gettime_relative() + p->open_timeout_ms * 1000
+                             : 0;
         d->read_timeout_us = d->live && p->read_timeout_ms > 0 ? p->read_timeout_ms * 1000 : 0;
         err = avformat_open_input(&d->fmt, url, ifmt, &opts);
     }
@@ -615,6 +615,7 @@ static void check_short(pf_ffdec *d, pf_video_reader_stats *stats)
 pf_status pf_ffdec_read(pf_ffdec *d, pf_frame *dst, pf_video_reader_stats *stats)
 {
     if (d->done) return PF_EOF;
+    pf_ff_log_reset();
     uint64_t logged = 0;
     tls_error_counter = &logged;
     pf_status st = read_frame(d, dst, stats, &logged);

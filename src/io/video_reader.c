@@ -547,6 +547,7 @@ static pf_status read_stream(pf_video_reader *r, pf_frame *f)
                 "frames before it are kept",
                 r->name, (long long)r->next_index, (long long)r->next_index);
         r->stats.corrupt_packets++;
+        pf_clear_error(); /* counted and warned: the stream ends normally */
         return PF_EOF;
     }
     if (st == PF_ERR_FORMAT && r->next_index > 0) {

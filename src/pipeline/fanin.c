@@ -13,9 +13,8 @@
  * End of input: an edge has ended once all its producers closed and it is
  * empty; the stage's input ends when every edge has (in_eos). The input list
  * may grow while running (live.c adds an edge under in_mu), which is why it
- * is read only under in_mu here. A stage with one input edge never comes
- * The same path serves a stage with one input (it may gain more while
- * running); a push costs the notifier one atomic add and one atomic load
+ * is read only under in_mu here. The same path serves a stage with one
+ * input (it may gain more while running); a push costs the notifier one atomic add and one atomic load
  * unless a worker sleeps (then one signal).
  *
  * Lock order: in_mu, then an edge's lock or the notifier's lock, one at a

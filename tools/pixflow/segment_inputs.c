@@ -208,7 +208,7 @@ bool seg_collect_inputs(seg_job *job, const char *const *args, int n)
              * summary, --json). */
             const char *shown = pf_io_redact(a, job->input_shown, sizeof job->input_shown);
             if (n != 1) {
-                seg_error(job, "%s: a video is segmented on its own; give one video per run",
+                seg_error(job, "%s: videos and images cannot be mixed in one run (several videos can)",
                           shown);
                 return false;
             }

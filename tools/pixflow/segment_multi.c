@@ -15,12 +15,21 @@
 
 bool seg_multi_wanted(const char *const *args, int n)
 {
+    /* No image or directory among the arguments (an image among videos goes
+     * to seg_collect_inputs, which says why they cannot be mixed); '-' and
+     * missing files are refused later, each with its own message. */
     if (n < 2) return false;
-    for (int i = 0; i < n; i++)
-        if (!strcmp(args[i], "-") || pf_io_is_url(args[i]) ||
-            cli_input_classify(args[i], NULL) == CLI_INPUT_VIDEO)
-            return true;
-    return false;
+    bool video = false;
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(args[i], "-") || pf_io_is_url(args[i])) {
+            video = true;
+            continue;
+        }
+        cli_input_kind k = cli_input_classify(args[i], NULL);
+        if (k == CLI_INPUT_IMAGE || k == CLI_INPUT_DIR) return false;
+        video |= k == CLI_INPUT_VIDEO;
+    }
+    return video;
 }
 
 bool seg_expand_pattern(const char *pattern, const char *input, int index, char *buf,
@@ -64,6 +73,33 @@ static int usage(const char *what, const char *arg)
     fprintf(stderr, "pixflow segment: %s '%s': several inputs need a pattern with {name} or "
             "{index} (e.g. 'out/{name}_seg.mp4') (see 'pixflow segment --help')\n", what, arg);
     return CLI_EXIT_USAGE;
+}
+
+/* An output of any stream, or the trace, that is the input of another
+ * stream, the model or the background image (seg_check_outputs saw only
+ * the stream's own input): e.g. `a.mp4 a_seg.mp4 -o '{name}_seg.mp4'`
+ * would replace the second input with the first one's output. */
+static bool check_cross_inputs(seg_job *job, const char *trace)
+{
+    for (int i = 0; i < job->num_streams; i++) {
+        const seg_job *s = &job->streams[i];
+        const char *outs[3] = {s->null_output ? NULL : s->output,
+                               s->mask_out[0] ? s->mask_out : NULL, i == 0 ? trace : NULL};
+        for (int k = 0; k < 3; k++) {
+            if (!outs[k]) continue;
+            for (int j = 0; j <= job->num_streams + 1; j++) {
+                const char *in = j < job->num_streams ? job->streams[j].inputs[0]
+                                 : j == job->num_streams ? job->model
+                                                         : job->bg_path;
+                if (!in || !in[0] || !pf_output_same_file(outs[k], in)) continue;
+                seg_error(job, "%s would replace %s, an input of this run: choose another "
+                          "output", outs[k], j < job->num_streams ? job->streams[j].input_shown
+                                                                  : in);
+                return false;
+            }
+        }
+    }
+    return true;
 }
 
 /* Outputs shared by two streams: one name for two files. */
@@ -157,7 +193,7 @@ int seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out
             !seg_check_outputs(s, i == 0 ? trace : NULL))
             return CLI_EXIT_FAIL;
     }
-    if (!check_shared(job)) return CLI_EXIT_FAIL;
+    if (!check_cross_inputs(job, trace) || !check_shared(job)) return CLI_EXIT_FAIL;
     /* A pattern may name a directory per stream: made once all is checked. */
     for (int i = 0; i < n && !job->null_output; i++) {
         char dir[SEG_PATH_MAX];

@@ -328,8 +328,9 @@ static pf_status open_writer(seg_job *job, const char *path, const pf_frame *f, 
             S_ISREG(in_sb.st_mode))
             wp.copy_streams_from = job->inputs[0];
         else
-            seg_error(job, "%s is a pipe: its audio and other streams are not copied (it "
-                      "cannot be read twice)", job->input_label);
+            seg_error(job, "%s is %s: its audio and other streams are not copied (it "
+                      "cannot be read twice)", job->input_label,
+                      pf_io_is_live(job->inputs[0]) ? "a live stream" : "a pipe");
     }
     if (f->format == PF_PIXFMT_GRAY8) {
         /* A mask: no colour of the input's to keep. */
