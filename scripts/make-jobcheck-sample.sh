@@ -13,11 +13,18 @@
 #              side of the comparison sees exactly the frames NVDEC decodes
 #   clip.mp4   the same frames encoded again by x264 into MP4 with a 440 Hz AAC
 #              tone (FFmpeg's demuxer and decoder on the GPU machine, audio)
+#   clip_hevc.mkv, clip.ts, clip10.mkv  the same frames as HEVC in MKV, H.264
+#              in MPEG-TS and 10-bit HEVC in MKV (NVDEC behind FFmpeg's
+#              demuxers: tests/cuda/test_cuda_nvdec_container.c)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "${1:-}" = "--force" ] && rm -rf .data/jobcheck
 dir=.data/jobcheck
-[ -f "$dir/clip.h264" ] && [ -f "$dir/clip.y4m" ] && [ -f "$dir/clip.mp4" ] && exit 0
+have=1
+for f in clip.h264 clip.y4m clip.mp4 clip_hevc.mkv clip.ts clip10.mkv; do
+  [ -f "$dir/$f" ] || have=0
+done
+[ "$have" = 1 ] && exit 0
 command -v ffmpeg >/dev/null || { echo "make-jobcheck-sample: needs the ffmpeg program" >&2; exit 1; }
 [ -f .data/Megamind.avi ] || { echo "make-jobcheck-sample: .data/Megamind.avi is missing (scripts/fetch-media.sh)" >&2; exit 1; }
 mkdir -p "$dir"
@@ -30,4 +37,14 @@ ffmpeg -v error -y -i "$dir/clip.y4m" -f lavfi -i sine=frequency=440:duration=1.
   -map 0:v -map 1:a -c:v libx264 -preset fast -bf 2 -g 15 -pix_fmt yuv420p -c:a aac \
   -shortest -f mp4 "$dir/clip.mp4.tmp"
 mv "$dir/clip.mp4.tmp" "$dir/clip.mp4"
-echo "make-jobcheck-sample: $dir/clip.h264 $dir/clip.y4m $dir/clip.mp4"
+x265=(-x265-params log-level=error:keyint=15:bframes=2)
+ffmpeg -v error -y -i "$dir/clip.y4m" -c:v libx265 "${x265[@]}" -pix_fmt yuv420p \
+  -f matroska "$dir/clip_hevc.mkv.tmp"
+mv "$dir/clip_hevc.mkv.tmp" "$dir/clip_hevc.mkv"
+ffmpeg -v error -y -i "$dir/clip.y4m" -c:v libx264 -preset fast -bf 2 -g 15 -pix_fmt yuv420p \
+  -f mpegts "$dir/clip.ts.tmp"
+mv "$dir/clip.ts.tmp" "$dir/clip.ts"
+ffmpeg -v error -y -i "$dir/clip.y4m" -c:v libx265 "${x265[@]}" -pix_fmt yuv420p10le \
+  -f matroska "$dir/clip10.mkv.tmp"
+mv "$dir/clip10.mkv.tmp" "$dir/clip10.mkv"
+echo "make-jobcheck-sample: $dir/clip.{h264,y4m,mp4,ts} clip_hevc.mkv clip10.mkv"

@@ -19,7 +19,7 @@
 
 #include "pf_test.h"
 
-#define MAX_CAP 64
+#define MAX_CAP 512
 
 /* Helpers ------------------------------------------------------------------------------ */
 
@@ -140,6 +140,7 @@ typedef struct tsrc {
     float lo, hi;
     int frame_w, frame_h;
     int restart_at;       /* seq goes back to 0 at this item (-1: never) */
+    int sources;          /* > 0: item k comes from source k % sources */
 } tsrc;
 
 static pf_status tsrc_fn(void *user, pf_stage_ctx *ctx, pf_item *out)
@@ -161,6 +162,7 @@ static pf_status tsrc_fn(void *user, pf_stage_ctx *ctx, pf_item *out)
     if (st != PF_OK) return st;
     memset(out->frame.data[0], 90, out->frame.stride[0] * (size_t)s->frame_h);
     out->seq = seq;
+    if (s->sources > 0) out->source = k % s->sources;
     out->user = (void *)(intptr_t)k; /* which values the tensor holds */
     return PF_OK;
 }
@@ -370,6 +372,55 @@ static void test_mask_post_temporal_resize(void)
         pf_pipeline_destroy(&p);
     }
     ref_ops_free(&r);
+}
+
+/* Temporal state for many sources (cameras): 150 sources, 3 items each,
+ * interleaved; each source's masks follow the formula with its own state
+ * (the table grows past its first 16 slots; it once stopped at 64). */
+static void test_mask_post_many_sources(void)
+{
+    const int H = 5, W = 7, S = 150, N = 3 * S;
+    const float alpha = 0.25f;
+    pf_pipeline_params pp = pf_pipeline_params_default();
+    pf_pipeline *p = NULL;
+    REQUIRE(pf_pipeline_create(&pp, &p) == PF_OK);
+    tsrc src = {.count = N, .ndim = 4, .shape = {1, H, W, 1}, .layout = PF_LAYOUT_NHWC, .lo = 0,
+                .hi = 1, .frame_w = 8, .frame_h = 6, .restart_at = -1, .sources = S};
+    pf_stage_param kv[] = {{"alpha", "0.25", 0}, {"scene_cut", "0", 0}};
+    capture cap = {0};
+    pf_stage *a = add_tsrc(p, &src);
+    pf_stage *b = add_builtin(p, "ops.mask_post", "post", kv, 2, NULL);
+    pf_stage *c = add_capture(p, "cap", &cap);
+    REQUIRE(a && b && c);
+    connect(p, a, b);
+    connect(p, b, c);
+    char err[512] = "";
+    CHECK(run_to_end(p, NULL, err, sizeof err));
+    if (err[0]) printf("     %s\n", err);
+    CHECK_EQ_INT(cap.n, N);
+    float *state = calloc((size_t)(S * H * W), sizeof *state);
+    REQUIRE(state);
+    int bad = 0;
+    for (int i = 0; i < N && i < cap.n; i++) {
+        const pf_item *it = &cap.items[i];
+        CHECK_EQ_INT(item_index(it), i);
+        CHECK_EQ_INT(it->source, i % S);
+        float *st = state + (size_t)(i % S) * (size_t)(H * W);
+        for (int k = 0; k < H * W; k++) {
+            float m = gen_value((uint64_t)i, (uint64_t)k, 0, 1);
+            st[k] = i < S ? m : alpha * m + (1.0f - alpha) * st[k];
+        }
+        if (!is_mask_shape(&it->tensor, H, W)) {
+            bad++;
+            continue;
+        }
+        const float *v = it->tensor.data;
+        for (int k = 0; k < H * W; k++) bad += v[k] != st[k];
+    }
+    CHECK_EQ_INT(bad, 0);
+    free(state);
+    capture_release(&cap);
+    pf_pipeline_destroy(&p);
 }
 
 /* Parameters and items the stages refuse, with messages naming them. */
@@ -634,6 +685,7 @@ int main(void)
     PF_RUN(test_mask_post_view);
     PF_RUN(test_mask_post_channel_softmax);
     PF_RUN(test_mask_post_temporal_resize);
+    PF_RUN(test_mask_post_many_sources);
     PF_RUN(test_errors);
     if (!find_model()) {
         printf("skip: node_modules/@mediapipe/selfie_segmentation not found (set "

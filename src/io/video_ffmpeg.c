@@ -31,6 +31,7 @@
 #ifdef PF_HAVE_FFMPEG
 
 #include <libavcodec/avcodec.h>
+#include <libavcodec/bsf.h>
 #include <libavformat/avformat.h>
 #ifdef PF_HAVE_AVDEVICE
 #include <libavdevice/avdevice.h>
@@ -78,6 +79,11 @@ struct pf_ffdec {
     int64_t read_timeout_us; /* per packet, live input only */
     bool timed_out;         /* interrupt_cb fired */
     bool live;
+    /* Packet mode (pf_ffdec_open_packets): no decoder; access units out
+     * of d->au, through the Annex B filter when the container needs it. */
+    bool packets;
+    AVBSFContext *bsf;
+    AVPacket *au;
 };
 
 static int interrupt_cb(void *opaque)
@@ -218,8 +224,9 @@ static void stream_info(AVFormatContext *fmt, AVStream *vs, const AVCodecContext
                         pf_video_info *info)
 {
     const AVCodecParameters *par = vs->codecpar;
-    enum AVPixelFormat pf = dec->pix_fmt != AV_PIX_FMT_NONE ? dec->pix_fmt
-                                                            : (enum AVPixelFormat)par->format;
+    enum AVPixelFormat pf = dec && dec->pix_fmt != AV_PIX_FMT_NONE
+                                ? dec->pix_fmt
+                                : (enum AVPixelFormat)par->format;
     info->color.range = par->color_range == AVCOL_RANGE_JPEG   ? PF_COLOR_RANGE_FULL
                         : par->color_range == AVCOL_RANGE_MPEG ? PF_COLOR_RANGE_LIMITED
                                                                : PF_COLOR_RANGE_UNSPECIFIED;
@@ -347,13 +354,99 @@ static void open_options(const pf_video_reader_params *p, bool live, AVDictionar
     if (p->low_latency) av_dict_set(opts, "fflags", "noparse+nofillin", 0);
 }
 
-pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_peeked *in,
-                        pf_ffdec **out, pf_video_info *info)
+/* The codec NVDEC would decode this stream as: H.264 or HEVC in 8-bit
+ * 4:2:0, or a pixel format the demuxer did not tell (NVDEC then says at
+ * the first sequence header). PF_ES_UNKNOWN with the reason in `why`. */
+static pf_es_codec nvdec_codec(const AVCodecParameters *par, char *why, size_t n)
+{
+    pf_es_codec c = par->codec_id == AV_CODEC_ID_H264   ? PF_ES_H264
+                    : par->codec_id == AV_CODEC_ID_HEVC ? PF_ES_HEVC
+                                                        : PF_ES_UNKNOWN;
+    if (c == PF_ES_UNKNOWN) {
+        snprintf(why, n, "the codec is %s (NVDEC here takes H.264 and HEVC)",
+                 avcodec_get_name(par->codec_id));
+        return c;
+    }
+    enum AVPixelFormat f = (enum AVPixelFormat)par->format;
+    if (f != AV_PIX_FMT_NONE && f != AV_PIX_FMT_YUV420P && f != AV_PIX_FMT_YUVJ420P) {
+        const char *fn = av_get_pix_fmt_name(f);
+        snprintf(why, n, "the stream is %s (NVDEC here takes 8-bit 4:2:0)", fn ? fn : "?");
+        return PF_ES_UNKNOWN;
+    }
+    return c;
+}
+
+/* Packet mode's output packet, and the Annex B filter when the stream's
+ * extradata is an avcC/hvcC record (configurationVersion 1: MP4, MKV,
+ * MOV, FLV), whose packets are length-prefixed. Extradata that is absent
+ * or starts with a start code (MPEG-TS, raw streams) means Annex B
+ * already. A missing filter leaves the reason in `why` (the CPU decoder
+ * is used instead). */
+static pf_status open_annexb(pf_ffdec *d, AVStream *vs, pf_es_codec c, char *why, size_t n)
+{
+    d->au = av_packet_alloc();
+    d->pkt = av_packet_alloc();
+    if (!d->au || !d->pkt) return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", d->name);
+    const AVCodecParameters *par = vs->codecpar;
+    if (par->extradata_size < 7 || par->extradata[0] != 1) return PF_OK;
+    const char *fname = c == PF_ES_H264 ? "h264_mp4toannexb" : "hevc_mp4toannexb";
+    const AVBitStreamFilter *f = av_bsf_get_by_name(fname);
+    if (!f) {
+        snprintf(why, n, "this FFmpeg has no %s filter", fname);
+        return PF_OK;
+    }
+    int err = av_bsf_alloc(f, &d->bsf);
+    if (err >= 0) err = avcodec_parameters_copy(d->bsf->par_in, par);
+    if (err >= 0) {
+        d->bsf->time_base_in = vs->time_base;
+        err = av_bsf_init(d->bsf);
+    }
+    if (err < 0) return pf_ff_fail(PF_ERR_FORMAT, d->name, "cannot set up the Annex B filter", err);
+    return PF_OK;
+}
+
+/* info from the stream (and the decoder when one is open). */
+static pf_status fill_info(pf_ffdec *d, AVStream *vs, const AVCodec *codec,
+                           pf_video_info *info)
+{
+    int w = d->dec ? d->dec->width : vs->codecpar->width;
+    int h = d->dec ? d->dec->height : vs->codecpar->height;
+    if (w <= 0 || h <= 0 || w > PF_FRAME_MAX_DIM || h > PF_FRAME_MAX_DIM)
+        return pf_set_error(PF_ERR_FORMAT, "%s: video size %dx%d is out of range (1..%d)",
+                            d->name, w, h, PF_FRAME_MAX_DIM);
+    d->time_base = vs->time_base;
+    info->width = d->out_w = w;
+    info->height = d->out_h = h;
+    AVRational fr = av_guess_frame_rate(d->fmt, vs, NULL);
+    info->fps = fr.num > 0 && fr.den > 0 ? (pf_rational){fr.num, fr.den} : (pf_rational){0, 0};
+    info->time_base = (pf_rational){vs->time_base.num, vs->time_base.den};
+    info->frame_count = vs->nb_frames > 0 ? vs->nb_frames : -1;
+    info->duration_s = -1;
+    if (vs->duration > 0)
+        info->duration_s = (double)vs->duration * av_q2d(vs->time_base);
+    else if (d->fmt->duration > 0)
+        info->duration_s = (double)d->fmt->duration / AV_TIME_BASE;
+    if (info->frame_count < 0 && info->duration_s > 0 && fr.num > 0)
+        info->frame_count = (int64_t)(info->duration_s * av_q2d(fr) + 0.5);
+    stream_info(d->fmt, vs, d->dec, info);
+    copy_name(info->codec, sizeof info->codec, avcodec_get_name(vs->codecpar->codec_id));
+    copy_name(info->container, sizeof info->container, d->fmt->iformat->name);
+    if (codec) snprintf(info->decoder, sizeof info->decoder, "%s (cpu)", codec->name);
+    d->color = info->color;
+    d->sar = info->sar;
+    d->frame_ticks = fr.num > 0 && fr.den > 0 ? av_rescale_q(1, av_inv_q(fr), vs->time_base) : 0;
+    info->hw_decode = false;
+    return PF_OK;
+}
+
+/* Opens the input and its video stream; then the CPU decoder, or, when
+ * `packets` is given and NVDEC can take the stream, the Annex B path. */
+static pf_status ff_open(const pf_video_reader_params *p, const char *name, pf_peeked *in,
+                         pf_ffdec **out, pf_video_info *info, bool *packets, pf_es_codec *codec_out)
 {
     *out = NULL;
     pf_ff_init_log();
     pf_ff_log_reset(); /* an older reader's FFmpeg line is not this open's reason */
-    pf_ff_log_reset();
     pf_ffdec *d = calloc(1, sizeof *d);
     if (!d) return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", name);
     d->name = strdup(name);
@@ -420,15 +513,31 @@ pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_pe
         st = pf_set_error(PF_ERR_FORMAT, "%s: no video stream", name);
         goto fail;
     }
+    AVStream *vs = d->stream >= 0 ? d->fmt->streams[d->stream] : NULL;
+    if (packets && vs) {
+        char why[128] = "";
+        pf_es_codec c = nvdec_codec(vs->codecpar, why, sizeof why);
+        if (c != PF_ES_UNKNOWN && (st = open_annexb(d, vs, c, why, sizeof why)) != PF_OK)
+            goto fail;
+        if (c != PF_ES_UNKNOWN && why[0] == '\0') {
+            *packets = d->packets = true;
+            *codec_out = c;
+            st = fill_info(d, vs, NULL, info);
+            if (st != PF_OK) goto fail;
+            *out = d;
+            return PF_OK;
+        }
+        *packets = false;
+        PF_LOGI("%s: NVDEC not used: %s; decoding on the CPU", name, why);
+    }
     if (d->stream < 0 || !codec) {
         AVStream *s0 = d->stream >= 0 ? d->fmt->streams[d->stream] : NULL;
         st = pf_set_error(PF_ERR_UNSUPPORTED, "%s: no decoder for the video codec %s", name,
                           s0 ? avcodec_get_name(s0->codecpar->codec_id) : "(unknown)");
         goto fail;
     }
-    AVStream *vs = d->fmt->streams[d->stream];
     d->dec = avcodec_alloc_context3(codec);
-    d->pkt = av_packet_alloc();
+    if (!d->pkt) d->pkt = av_packet_alloc();
     d->frame = av_frame_alloc();
     if (!d->dec || !d->pkt || !d->frame) {
         st = pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", name);
@@ -456,39 +565,27 @@ pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_pe
         st = pf_ff_fail(PF_ERR_UNSUPPORTED, name, "cannot open the decoder", err);
         goto fail;
     }
-    if (d->dec->width <= 0 || d->dec->height <= 0 || d->dec->width > PF_FRAME_MAX_DIM ||
-        d->dec->height > PF_FRAME_MAX_DIM) {
-        st = pf_set_error(PF_ERR_FORMAT, "%s: video size %dx%d is out of range (1..%d)", name,
-                          d->dec->width, d->dec->height, PF_FRAME_MAX_DIM);
-        goto fail;
-    }
-    d->time_base = vs->time_base;
-    info->width = d->out_w = d->dec->width;
-    info->height = d->out_h = d->dec->height;
-    AVRational fr = av_guess_frame_rate(d->fmt, vs, NULL);
-    info->fps = fr.num > 0 && fr.den > 0 ? (pf_rational){fr.num, fr.den} : (pf_rational){0, 0};
-    info->time_base = (pf_rational){vs->time_base.num, vs->time_base.den};
-    info->frame_count = vs->nb_frames > 0 ? vs->nb_frames : -1;
-    info->duration_s = -1;
-    if (vs->duration > 0)
-        info->duration_s = (double)vs->duration * av_q2d(vs->time_base);
-    else if (d->fmt->duration > 0)
-        info->duration_s = (double)d->fmt->duration / AV_TIME_BASE;
-    if (info->frame_count < 0 && info->duration_s > 0 && fr.num > 0)
-        info->frame_count = (int64_t)(info->duration_s * av_q2d(fr) + 0.5);
-    stream_info(d->fmt, vs, d->dec, info);
-    copy_name(info->codec, sizeof info->codec, avcodec_get_name(vs->codecpar->codec_id));
-    copy_name(info->container, sizeof info->container, d->fmt->iformat->name);
-    snprintf(info->decoder, sizeof info->decoder, "%s (cpu)", codec->name);
-    d->color = info->color;
-    d->sar = info->sar;
-    d->frame_ticks = fr.num > 0 && fr.den > 0 ? av_rescale_q(1, av_inv_q(fr), vs->time_base) : 0;
-    info->hw_decode = false;
+    if ((st = fill_info(d, vs, codec, info)) != PF_OK) goto fail;
     *out = d;
     return PF_OK;
 fail:
     pf_ffdec_close(&d);
     return st;
+}
+
+pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_peeked *in,
+                        pf_ffdec **out, pf_video_info *info)
+{
+    return ff_open(p, name, in, out, info, NULL, NULL);
+}
+
+pf_status pf_ffdec_open_packets(const pf_video_reader_params *p, const char *name,
+                                pf_peeked *in, pf_ffdec **out, pf_video_info *info,
+                                bool *packets, pf_es_codec *codec)
+{
+    *packets = false;
+    *codec = PF_ES_UNKNOWN;
+    return ff_open(p, name, in, out, info, packets, codec);
 }
 
 void pf_ffdec_close(pf_ffdec **pd)
@@ -499,6 +596,8 @@ void pf_ffdec_close(pf_ffdec **pd)
     sws_freeContext(d->sws);
     av_frame_free(&d->frame);
     av_packet_free(&d->pkt);
+    av_packet_free(&d->au);
+    av_bsf_free(&d->bsf);
     avcodec_free_context(&d->dec);
     decoders_remove(d); /* after the decoder's threads are gone */
     avformat_close_input(&d->fmt);
@@ -729,6 +828,57 @@ static pf_status read_frame(pf_ffdec *d, pf_frame *dst, pf_video_reader_stats *s
     }
 }
 
+/* Packet mode: the next packet of the video stream through the Annex B
+ * filter (when there is one) into d->au. A packet the filter rejects (a
+ * NAL length past the packet's end) is dropped and counted. */
+static pf_status next_au(pf_ffdec *d, pf_video_reader_stats *stats, uint64_t *demux_logged)
+{
+    av_packet_unref(d->au);
+    for (;;) {
+        if (d->bsf) {
+            int err = av_bsf_receive_packet(d->bsf, d->au);
+            if (err == 0) return PF_OK;
+            if (err == AVERROR_EOF) return finish(d, stats);
+            if (err != AVERROR(EAGAIN)) stats->corrupt_packets++;
+        }
+        if (d->draining) return finish(d, stats);
+        pf_status st = next_packet(d, stats, demux_logged);
+        if (st == PF_EOF) {
+            d->draining = true;
+            if (d->bsf) av_bsf_send_packet(d->bsf, NULL);
+            continue;
+        }
+        if (st != PF_OK) return st;
+        if (!d->bsf) {
+            av_packet_move_ref(d->au, d->pkt);
+            return PF_OK;
+        }
+        int err = av_bsf_send_packet(d->bsf, d->pkt);
+        if (err < 0) {
+            av_packet_unref(d->pkt);
+            stats->corrupt_packets++;
+        }
+    }
+}
+
+pf_status pf_ffdec_read_au(pf_ffdec *d, const uint8_t **data, size_t *size, int64_t *pts,
+                           pf_video_reader_stats *stats)
+{
+    if (!d->packets)
+        return pf_set_error(PF_ERR_INVALID, "%s: not opened for packets", d->name);
+    if (d->done) return PF_EOF;
+    pf_ff_log_reset();
+    uint64_t logged = 0;
+    tls_error_counter = &logged;
+    pf_status st = next_au(d, stats, &logged);
+    tls_error_counter = NULL;
+    if (st != PF_OK) return st;
+    *data = d->au->data;
+    *size = (size_t)d->au->size;
+    *pts = d->au->pts != AV_NOPTS_VALUE ? d->au->pts : PF_NOPTS;
+    return PF_OK;
+}
+
 #else /* !PF_HAVE_FFMPEG */
 
 pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_peeked *in,
@@ -745,6 +895,22 @@ pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_pe
 pf_status pf_ffdec_read(pf_ffdec *d, pf_frame *dst, pf_video_reader_stats *stats)
 {
     (void)d, (void)dst, (void)stats;
+    return pf_set_error(PF_ERR_UNSUPPORTED, "pixflow was built without FFmpeg");
+}
+
+pf_status pf_ffdec_open_packets(const pf_video_reader_params *p, const char *name,
+                                pf_peeked *in, pf_ffdec **out, pf_video_info *info,
+                                bool *packets, pf_es_codec *codec)
+{
+    *packets = false;
+    *codec = PF_ES_UNKNOWN;
+    return pf_ffdec_open(p, name, in, out, info);
+}
+
+pf_status pf_ffdec_read_au(pf_ffdec *d, const uint8_t **data, size_t *size, int64_t *pts,
+                           pf_video_reader_stats *stats)
+{
+    (void)d, (void)data, (void)size, (void)pts, (void)stats;
     return pf_set_error(PF_ERR_UNSUPPORTED, "pixflow was built without FFmpeg");
 }
 

@@ -4,8 +4,10 @@
 #ifndef PF_IO_VIDEO_IMPL_H
 #define PF_IO_VIDEO_IMPL_H
 
+#include "h264_es.h"
 #include "pixflow/io.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 
 typedef struct pf_ffdec pf_ffdec;
@@ -31,6 +33,25 @@ pf_status pf_ffdec_open(const pf_video_reader_params *p, const char *name, pf_pe
  * Counts packets and corrupt packets into *stats. */
 pf_status pf_ffdec_read(pf_ffdec *d, pf_frame *dst, pf_video_reader_stats *stats);
 void pf_ffdec_close(pf_ffdec **d);
+
+/* Packet mode, for NVDEC: the same open, but when the video stream is
+ * H.264 or HEVC in 8-bit 4:2:0 (or a format the demuxer does not tell),
+ * no CPU decoder is opened: pf_ffdec_read_au() hands out the stream's
+ * packets as Annex B access units (through FFmpeg's mp4toannexb filter
+ * for MP4, MKV and MOV, whose packets carry length-prefixed NAL units and
+ * keep the parameter sets in extradata; MPEG-TS and raw streams are
+ * Annex B already). *packets says which happened: false = a CPU decoder is open
+ * (another codec, 10-bit, 4:2:2...) and pf_ffdec_read() works as usual,
+ * with the reason logged at info level. *codec gets PF_ES_H264/HEVC. */
+pf_status pf_ffdec_open_packets(const pf_video_reader_params *p, const char *name,
+                                pf_peeked *in, pf_ffdec **out, pf_video_info *info,
+                                bool *packets, pf_es_codec *codec);
+/* The next access unit (packet mode): data and size stay valid until the
+ * next call or close; pts in info.time_base units (PF_NOPTS if none).
+ * Counts packets and damaged ones into *stats like pf_ffdec_read. PF_EOF
+ * at the end. */
+pf_status pf_ffdec_read_au(pf_ffdec *d, const uint8_t **data, size_t *size, int64_t *pts,
+                           pf_video_reader_stats *stats);
 
 typedef struct pf_ffenc pf_ffenc;
 

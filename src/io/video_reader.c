@@ -9,11 +9,17 @@
  * from the wanted format are read into one scratch frame and converted with
  * pf_ops_convert on a CPU stream (both made once, at create).
  *
- * NVDEC (prefer_device on a CUDA device, an H.264/HEVC elementary stream):
+ * NVDEC (prefer_device on a CUDA device, H.264/HEVC in 8-bit 4:2:0):
  * frames come from the decoder's own device pool instead, NV12, never
- * touching the host. One decoder does ~700 1080p frames/s, so a regular
+ * touching the host. An elementary stream (.h264/.hevc) is split into
+ * access units here; one decoder does ~700 1080p frames/s, so a regular
  * file gets one decoder per engine (up to 4) working GOP by GOP
- * (nvdec_gop.h); a pipe gets one. */
+ * (nvdec_gop.h); a pipe gets one. Any other container FFmpeg demuxes
+ * (MP4, MKV, MOV, MPEG-TS, RTSP/SRT/UDP/TCP streams) gives its packets as
+ * Annex B access units (pf_ffdec_open_packets) to one decoder per input:
+ * several inputs (the multi-stream case) spread over the engines. Live
+ * inputs decode with no display delay (a frame leaves as soon as it is
+ * decoded) and reconnect as on the CPU path, with a new decoder. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -47,8 +53,12 @@ struct pf_video_reader {
     pf_stream *stream;          /* conversions */
     pf_ops *ops;
     pf_ffdec *ff;
-    pf_es_reader *es;           /* SRC_NVDEC: access units of the .h264/.hevc file */
+    pf_es_reader *es;           /* SRC_NVDEC: access units of the .h264/.hevc file, or */
+                                /* ff (packet mode): those of any other container */
     pf_nvdec *nv;               /* SRC_NVDEC: frames come from its device pool */
+    pf_device *device;          /* of NVDEC, for a new decoder after a reconnect */
+    pf_video_reader_stats au_stats; /* SRC_NVDEC on ff: the demuxer's counts */
+    uint64_t nv_errors_done;    /* decode errors of decoders replaced by reconnects */
     pf_nvdec_gop *gop;          /* SRC_NVDEC on a file: several decoders, GOP by GOP */
     pf_frame_pool *pool;
     int64_t pool_timeout_us;
@@ -156,21 +166,27 @@ static pf_status peek_stream(pf_video_reader *r, const char *path)
     return PF_OK;
 }
 /* NVDEC when asked for and possible: a CUDA device, NV12 (or default)
- * output, an elementary stream file, libnvcuvid present. */
-static bool want_nvdec(const pf_video_reader_params *p)
+ * output, libnvcuvid present. */
+static bool want_hw(const pf_video_reader_params *p)
 {
     if (!p->prefer_device || !p->device || pf_device_get_type(p->device) != PF_DEVICE_CUDA)
         return false;
     if (p->format != PF_PIXFMT_NONE && p->format != PF_PIXFMT_NV12) return false;
+    return pf_nvdec_available(NULL, 0);
+}
+
+/* ... on an elementary stream file, split into access units here. */
+static bool want_nvdec_es(const pf_video_reader_params *p)
+{
     bool es = p->container && p->container[0]
                   ? strcmp(p->container, "h264") == 0 || strcmp(p->container, "hevc") == 0
                   : pf_es_codec_from_path(p->path) != PF_ES_UNKNOWN;
-    return es && !pf_io_is_std(p->path) && pf_nvdec_available(NULL, 0);
+    return es && !pf_io_is_std(p->path) && want_hw(p);
 }
 
 static pf_status pick_kind(pf_video_reader *r, const pf_video_reader_params *p, src_kind *kind)
 {
-    if (want_nvdec(p)) {
+    if (want_nvdec_es(p)) {
         *kind = SRC_NVDEC;
         return PF_OK;
     }
@@ -332,9 +348,80 @@ static int nvdec_decoders(const pf_video_reader_params *p, const pf_nvdec_info *
     return k < 1 ? 1 : k;
 }
 
-/* Opens the elementary stream and its NVDEC decoder, and feeds access units
- * until the first sequence header has set the size (frames decoded on the
- * way wait in the decoder for read()). */
+/* The next access unit for NVDEC: from the elementary stream, or from the
+ * demuxer in packet mode (with its pts). */
+static pf_status next_au(pf_video_reader *r, const uint8_t **au, size_t *n, int64_t *pts)
+{
+    if (r->es) {
+        *pts = PF_NOPTS;
+        pf_status st = pf_es_reader_next(r->es, au, n);
+        if (st == PF_OK) r->stats.packets++;
+        return st;
+    }
+    pf_status st = pf_ffdec_read_au(r->ff, au, n, pts, &r->au_stats);
+    r->stats.packets = r->au_stats.packets;
+    return st;
+}
+
+/* Damage so far: the demuxer's, and the decoders' (this one and those
+ * replaced by reconnects). */
+static void nvdec_damage(pf_video_reader *r)
+{
+    pf_nvdec_stats ns;
+    uint64_t nv = r->nv && pf_nvdec_get_stats(r->nv, &ns) == PF_OK ? ns.decode_errors : 0;
+    r->stats.corrupt_packets = r->au_stats.corrupt_packets + r->nv_errors_done + nv;
+}
+
+static void drop_nvdec(pf_video_reader *r)
+{
+    pf_nvdec_stats ns;
+    if (r->nv && pf_nvdec_get_stats(r->nv, &ns) == PF_OK) r->nv_errors_done += ns.decode_errors;
+    pf_nvdec_destroy(&r->nv);
+}
+
+/* Makes the NVDEC decoder and feeds access units until the first sequence
+ * header has set the size (frames decoded on the way wait in the decoder
+ * for read()). `tb`: of the pts the source gives (ignored for an
+ * elementary stream, which has none). */
+static pf_status start_nvdec(pf_video_reader *r, pf_es_codec codec, pf_rational tb,
+                             pf_nvdec_params *np, pf_nvdec_info *ni)
+{
+    *np = pf_nvdec_params_default();
+    np->device = r->device;
+    np->codec = codec;
+    np->pool_size = r->p.pool_size < 4 ? 4 : r->p.pool_size;
+    np->pool_timeout_us = r->p.pool_timeout_us;
+    np->name = r->name;
+    if (tb.num > 0 && tb.den > 0) np->time_base = tb;
+    /* Live: each frame leaves as soon as it is decoded (B-frames are rare
+     * in live streams; with them the parser still orders the output). */
+    if (r->live || r->p.low_latency) np->display_delay = 0;
+    pf_status st = pf_nvdec_create(np, &r->nv);
+    while (st == PF_OK && pf_nvdec_get_info(r->nv, ni) == PF_AGAIN) {
+        const uint8_t *au;
+        size_t n;
+        int64_t pts;
+        st = next_au(r, &au, &n, &pts);
+        if (st == PF_EOF)
+            return pf_set_error(PF_ERR_FORMAT, "%s: no decodable %s sequence header", r->name,
+                                pf_es_codec_name(codec));
+        if (st == PF_OK) st = pf_nvdec_decode(r->nv, au, n, pts);
+    }
+    return st;
+}
+
+/* Size, colour and names of an NVDEC input from its first sequence header. */
+static void nvdec_info(pf_video_reader *r, const pf_nvdec_info *ni, const char *how)
+{
+    r->info.width = ni->width;
+    r->info.height = ni->height;
+    r->info.hw_decode = true;
+    r->stored = PF_PIXFMT_NV12;
+    snprintf(r->info.decoder, sizeof r->info.decoder, "%s (%s, %s)",
+             pf_es_codec_name(ni->codec), how, pf_device_spec(r->device));
+}
+
+/* Opens the elementary stream and its NVDEC decoder(s). */
 static pf_status open_nvdec(pf_video_reader *r, const pf_video_reader_params *p)
 {
     pf_es_codec codec = p->container && strcmp(p->container, "hevc") == 0   ? PF_ES_HEVC
@@ -342,26 +429,9 @@ static pf_status open_nvdec(pf_video_reader *r, const pf_video_reader_params *p)
                                                                             : PF_ES_UNKNOWN;
     pf_status st = pf_es_reader_open(p->path, codec, &r->es);
     if (st != PF_OK) return st;
-    pf_nvdec_params np = pf_nvdec_params_default();
-    np.device = p->device;
-    np.codec = pf_es_reader_codec(r->es);
-    np.pool_size = p->pool_size < 4 ? 4 : p->pool_size;
-    np.pool_timeout_us = p->pool_timeout_us;
-    np.name = r->name;
-    st = pf_nvdec_create(&np, &r->nv);
+    pf_nvdec_params np;
     pf_nvdec_info ni;
-    while (st == PF_OK && pf_nvdec_get_info(r->nv, &ni) == PF_AGAIN) {
-        const uint8_t *au;
-        size_t n;
-        st = pf_es_reader_next(r->es, &au, &n);
-        if (st == PF_EOF)
-            return pf_set_error(PF_ERR_FORMAT, "%s: no decodable %s sequence header", r->name,
-                                pf_es_codec_name(np.codec));
-        if (st == PF_OK) {
-            r->stats.packets++;
-            st = pf_nvdec_decode(r->nv, au, n, PF_NOPTS);
-        }
-    }
+    st = start_nvdec(r, pf_es_reader_codec(r->es), (pf_rational){0, 0}, &np, &ni);
     if (st != PF_OK) return st;
     int k = nvdec_decoders(p, &ni);
     if (k > 1) {
@@ -374,23 +444,46 @@ static pf_status open_nvdec(pf_video_reader *r, const pf_video_reader_params *p)
         if ((st = pf_nvdec_gop_open(p->path, &np, k, &r->gop)) != PF_OK) return st;
         pf_nvdec_gop_get_info(r->gop, &ni);
     }
-    r->info.width = ni.width;
-    r->info.height = ni.height;
     r->info.fps = ni.fps.num > 0 ? ni.fps : (pf_rational){30, 1};
     r->info.time_base = (pf_rational){r->info.fps.den, r->info.fps.num};
     r->info.frame_count = -1;
     r->info.duration_s = -1;
-    r->info.hw_decode = true;
     r->info.color = ni.color;
-    r->stored = PF_PIXFMT_NV12;
     snprintf(r->info.codec, sizeof r->info.codec, "%s", pf_es_codec_name(np.codec));
     snprintf(r->info.container, sizeof r->info.container, "%s", pf_es_codec_name(np.codec));
-    if (k > 1)
-        snprintf(r->info.decoder, sizeof r->info.decoder, "%s (nvdec x%d by GOP, %s)",
-                 pf_es_codec_name(np.codec), k, pf_device_spec(p->device));
-    else
-        snprintf(r->info.decoder, sizeof r->info.decoder, "%s (nvdec, %s)",
-                 pf_es_codec_name(np.codec), pf_device_spec(p->device));
+    char how[32] = "nvdec";
+    if (k > 1) snprintf(how, sizeof how, "nvdec x%d by GOP", k);
+    nvdec_info(r, &ni, how);
+    return PF_OK;
+}
+
+/* Any other container on NVDEC: FFmpeg demuxes, NVDEC decodes. A stream
+ * NVDEC cannot take (another codec, 10-bit...) decodes on the CPU: FFmpeg
+ * opens its decoder instead, or, for what only the first sequence header
+ * tells (a size past the engine's limits), the input is opened again for
+ * the CPU when it can be (a file or URL; not a pipe already read from). */
+static pf_status open_ffnv(pf_video_reader *r, const pf_video_reader_params *p)
+{
+    bool packets = false;
+    pf_es_codec codec;
+    pf_peeked *in = r->peeked.fp ? &r->peeked : NULL;
+    pf_status st = pf_ffdec_open_packets(p, r->name, in, &r->ff, &r->info, &packets, &codec);
+    if (st != PF_OK || !packets) return st;
+    pf_nvdec_params np;
+    pf_nvdec_info ni;
+    st = start_nvdec(r, codec, r->info.time_base, &np, &ni);
+    if (st == PF_ERR_UNSUPPORTED && !in) {
+        PF_LOGI("%s: NVDEC cannot decode it (%s): decoding on the CPU", r->name, pf_last_error());
+        pf_clear_error();
+        pf_nvdec_destroy(&r->nv);
+        pf_ffdec_close(&r->ff);
+        memset(&r->stats, 0, sizeof r->stats);
+        memset(&r->au_stats, 0, sizeof r->au_stats);
+        return pf_ffdec_open(p, r->name, NULL, &r->ff, &r->info);
+    }
+    if (st != PF_OK) return st;
+    r->kind = SRC_NVDEC;
+    nvdec_info(r, &ni, "nvdec");
     return PF_OK;
 }
 
@@ -432,6 +525,7 @@ pf_status pf_video_reader_create(const pf_video_reader_params *p, pf_video_reade
     r->p.container = r->container;
     r->p.device = NULL; /* only the pool uses it, made once */
     r->live = pf_io_is_live(p->path);
+    r->device = p->device;
     r->conn_base = PF_NOPTS;
     pf_status st = r->name && r->path && (r->protocols || !p->protocols) &&
                            (r->container || !p->container)
@@ -443,8 +537,10 @@ pf_status pf_video_reader_create(const pf_video_reader_params *p, pf_video_reade
         case SRC_Y4M: st = open_y4m(r, p); break;
         case SRC_RAW: st = open_raw(r, p); break;
         case SRC_FFMPEG:
-            st = pf_ffdec_open(p, r->name, r->peeked.fp ? &r->peeked : NULL, &r->ff, &r->info);
             r->stored = PF_PIXFMT_NONE;
+            st = want_hw(p) ? open_ffnv(r, p)
+                            : pf_ffdec_open(p, r->name, r->peeked.fp ? &r->peeked : NULL,
+                                            &r->ff, &r->info);
             break;
         case SRC_NVDEC: st = open_nvdec(r, p); break;
         }
@@ -470,8 +566,8 @@ pf_status pf_video_reader_create(const pf_video_reader_params *p, pf_video_reade
         st = pf_frame_pool_create(&pp, &r->pool);
     }
     if (st == PF_OK && p->prefer_device && r->kind != SRC_NVDEC)
-        PF_LOGI("%s: NVDEC not used (needs a CUDA device, an H.264/HEVC elementary "
-                "stream, NV12 output and libnvcuvid): decoding on the CPU (%s)",
+        PF_LOGI("%s: NVDEC not used (needs a CUDA device, H.264/HEVC in 8-bit 4:2:0, NV12 "
+                "output and libnvcuvid): decoding on the CPU (%s)",
                 r->name, r->info.decoder);
     if (st != PF_OK) {
         pf_video_reader_destroy(&r);
@@ -587,20 +683,25 @@ static pf_status read_stream(pf_video_reader *r, pf_frame *f)
  * feed one access unit whenever the decoder needs more. */
 static pf_status read_nvdec(pf_video_reader *r, pf_frame *f)
 {
+    if (r->gop) {
+        pf_status st = pf_nvdec_gop_read(r->gop, f);
+        pf_nvdec_gop_stats gs;
+        pf_nvdec_gop_get_stats(r->gop, &gs);
+        r->stats.packets = gs.packets;
+        r->stats.corrupt_packets = gs.decode_errors;
+        return st;
+    }
+    if (!r->nv) return pf_set_error(PF_ERR_IO, "%s: no decoder (reconnecting)", r->name);
     for (;;) {
         pf_status st = pf_nvdec_receive(r->nv, f);
         if (st != PF_AGAIN) return st; /* PF_OK or PF_EOF */
         const uint8_t *au;
         size_t n;
-        st = pf_es_reader_next(r->es, &au, &n);
-        if (st == PF_EOF) {
-            st = pf_nvdec_flush(r->nv);
-        } else if (st == PF_OK) {
-            r->stats.packets++;
-            st = pf_nvdec_decode(r->nv, au, n, PF_NOPTS);
-        }
-        pf_nvdec_stats ns;
-        if (pf_nvdec_get_stats(r->nv, &ns) == PF_OK) r->stats.corrupt_packets = ns.decode_errors;
+        int64_t pts;
+        st = next_au(r, &au, &n, &pts);
+        if (st == PF_EOF) st = pf_nvdec_flush(r->nv);
+        else if (st == PF_OK) st = pf_nvdec_decode(r->nv, au, n, pts);
+        nvdec_damage(r);
         if (st != PF_OK) return st;
     }
 }
@@ -683,6 +784,41 @@ static void live_timestamps(pf_video_reader *r, pf_frame *f)
     r->last_frame_ns = now;
 }
 
+/* One frame from the open FFmpeg or NVDEC source into f (for FFmpeg, a
+ * pool frame). */
+static pf_status read_one(pf_video_reader *r, pf_frame *f)
+{
+    return r->kind == SRC_NVDEC ? read_nvdec(r, f) : pf_ffdec_read(r->ff, f, &r->stats);
+}
+
+/* Opens a live input again: FFmpeg's decoder, or the demuxer in packet
+ * mode with a new NVDEC decoder (the old one's state belongs to the old
+ * connection). *w x *h: the size it came back with. */
+static pf_status reconnect(pf_video_reader *r, int *w, int *h)
+{
+    pf_ffdec_close(&r->ff);
+    pf_video_info ni;
+    memset(&ni, 0, sizeof ni);
+    if (r->kind != SRC_NVDEC) {
+        pf_status st = pf_ffdec_open(&r->p, r->name, NULL, &r->ff, &ni);
+        *w = ni.width, *h = ni.height;
+        return st;
+    }
+    drop_nvdec(r);
+    bool packets = false;
+    pf_es_codec codec;
+    pf_status st = pf_ffdec_open_packets(&r->p, r->name, NULL, &r->ff, &ni, &packets, &codec);
+    if (st == PF_OK && !packets)
+        st = pf_set_error(PF_ERR_FORMAT, "%s: the stream came back as %s, which NVDEC cannot "
+                          "decode", r->name, ni.codec);
+    pf_nvdec_params np;
+    pf_nvdec_info nvi;
+    if (st == PF_OK) st = start_nvdec(r, codec, ni.time_base, &np, &nvi);
+    if (st == PF_OK) *w = nvi.width, *h = nvi.height;
+    if (st != PF_OK) pf_ffdec_close(&r->ff), drop_nvdec(r);
+    return st;
+}
+
 /* Under nonblocking_retry, read() returns PF_AGAIN at least this often
  * while it waits to reconnect. */
 #define RETRY_SLICE_NS 100000000LL
@@ -724,18 +860,17 @@ static pf_status reopen(pf_video_reader *r, pf_status st, pf_frame *f)
         r->attempts++;
         r->delay_ms = r->delay_ms * 2 > r->p.retry_max_delay_ms ? r->p.retry_max_delay_ms
                                                                 : r->delay_ms * 2;
-        pf_ffdec_close(&r->ff);
-        pf_video_info ni;
-        memset(&ni, 0, sizeof ni);
-        st = pf_ffdec_open(&r->p, r->name, NULL, &r->ff, &ni);
-        if (st == PF_OK && (ni.width != r->info.width || ni.height != r->info.height)) {
+        int w = 0, h = 0;
+        st = reconnect(r, &w, &h);
+        if (st == PF_OK && (w != r->info.width || h != r->info.height)) {
             pf_ffdec_close(&r->ff);
+            drop_nvdec(r);
             r->reconnecting = false;
             return pf_set_error(PF_ERR_FORMAT,
                                 "%s: the stream came back as %dx%d, not %dx%d as before",
-                                r->name, ni.width, ni.height, r->info.width, r->info.height);
+                                r->name, w, h, r->info.width, r->info.height);
         }
-        if (st == PF_OK) st = pf_ffdec_read(r->ff, f, &r->stats);
+        if (st == PF_OK) st = read_one(r, f);
         if (st == PF_OK) {
             r->stats.reconnects++;
             r->attempts = 0;
@@ -759,43 +894,27 @@ pf_status pf_video_reader_read(pf_video_reader *r, pf_frame *out)
     if (r->failed != PF_OK)
         return pf_set_error(r->failed, "%s: the input failed earlier; no more frames", r->name);
     if (r->eof) return PF_EOF;
-    if (r->kind == SRC_NVDEC) {
-        pf_status st = r->gop ? pf_nvdec_gop_read(r->gop, out) : read_nvdec(r, out);
-        if (r->gop) {
-            pf_nvdec_gop_stats gs;
-            pf_nvdec_gop_get_stats(r->gop, &gs);
-            r->stats.packets = gs.packets;
-            r->stats.corrupt_packets = gs.decode_errors;
-        }
-        if (st == PF_OK) {
-            out->index = r->next_index++;
-            r->stats.frames++;
-            if (r->p.realtime) pace(r, out);
-        } else if (st == PF_EOF) {
-            r->eof = true;
-        } else if (st < 0) {
-            r->failed = st;
-        }
-        return st;
-    }
     pf_frame f = {0};
-    pf_status st = pf_frame_pool_acquire(r->pool, 0, &f);
-    if (st == PF_AGAIN) {
-        r->stats.pool_waits++;
-        if (r->pool_timeout_us == 0)
-            st = PF_TIMEOUT;
-        else
-            st = pf_frame_pool_acquire(r->pool, r->pool_timeout_us, &f);
+    pf_status st = PF_OK;
+    if (r->kind != SRC_NVDEC) { /* NVDEC frames come from the decoder's pool */
+        st = pf_frame_pool_acquire(r->pool, 0, &f);
+        if (st == PF_AGAIN) {
+            r->stats.pool_waits++;
+            if (r->pool_timeout_us == 0)
+                st = PF_TIMEOUT;
+            else
+                st = pf_frame_pool_acquire(r->pool, r->pool_timeout_us, &f);
+        }
+        if (st == PF_TIMEOUT || st == PF_AGAIN)
+            return pf_set_error(PF_ERR_BUSY,
+                                "%s: all %d pool frames are still referenced (unref frames or "
+                                "raise pool_size)",
+                                r->name, pf_frame_pool_count(r->pool));
+        if (st != PF_OK) return st;
     }
-    if (st == PF_TIMEOUT || st == PF_AGAIN)
-        return pf_set_error(PF_ERR_BUSY,
-                            "%s: all %d pool frames are still referenced (unref frames or raise "
-                            "pool_size)",
-                            r->name, pf_frame_pool_count(r->pool));
-    if (st != PF_OK) return st;
-    if (r->kind == SRC_FFMPEG) {
-        st = r->ff && !r->reconnecting ? pf_ffdec_read(r->ff, &f, &r->stats) : PF_ERR_IO;
-        if (r->live && st != PF_OK && st != PF_ERR_NOMEM && r->p.retries != 0)
+    if (r->kind == SRC_FFMPEG || r->kind == SRC_NVDEC) {
+        st = r->reconnecting || (!r->ff && r->kind == SRC_FFMPEG) ? PF_ERR_IO : read_one(r, &f);
+        if (r->live && st != PF_OK && st != PF_ERR_NOMEM && st != PF_AGAIN && r->p.retries != 0)
             st = reopen(r, st, &f);
         if (st == PF_EOF && r->live && r->stats.frames == 0)
             st = pf_set_error(PF_ERR_IO, "%s: the stream ended before its first frame", r->name);

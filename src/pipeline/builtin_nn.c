@@ -374,8 +374,10 @@ pf_status bi_infer_create(bi_args *a, pf_stage_desc *d)
 
 /* ops.mask_post ------------------------------------------------------------------------------ */
 
-/* Sources with temporal state (item.source values, any int32). */
-#define MP_MAX_SOURCES 64
+/* Sources with temporal state (item.source values, any int32): the table
+ * grows as streams join (a camera per source), up to the pipeline's
+ * stream limit. */
+#define MP_MAX_SOURCES 4096
 
 typedef struct mp_state {
     bool used;
@@ -395,12 +397,13 @@ typedef struct mask_post_stage {
     float feather;              /* sigma in mask pixels; 0 = off */
     bool to_frame;              /* resize to the item's frame */
     pf_interp interp;
-    mp_state states[MP_MAX_SOURCES];
+    mp_state *states;           /* nstates slots, grown by doubling */
+    int nstates;
 } mask_post_stage;
 
 static void mp_release(mask_post_stage *s)
 {
-    for (int i = 0; i < MP_MAX_SOURCES; i++) {
+    for (int i = 0; i < s->nstates; i++) {
         pf_tensor_unref(&s->states[i].state);
         s->states[i].used = false;
     }
@@ -408,7 +411,11 @@ static void mp_release(mask_post_stage *s)
 
 static void mp_free(bi_stage *b)
 {
-    mp_release((mask_post_stage *)b);
+    mask_post_stage *s = (mask_post_stage *)b;
+    mp_release(s);
+    free(s->states);
+    s->states = NULL;
+    s->nstates = 0;
 }
 
 /* State tensors are stream-ordered memory of the stage's stream. */
@@ -528,14 +535,25 @@ static pf_status mp_base(mask_post_stage *s, pf_stage_ctx *ctx, pf_ops *ops, con
     return pf_tensor_wrap(out, t->buf, offset, PF_DTYPE_F32, 4, shape, NULL, PF_LAYOUT_NCHW);
 }
 
-/* The temporal state slot of `source` (a free one when new). */
+/* The temporal state slot of `source` (a free one when new; the table
+ * doubles when full). NULL past MP_MAX_SOURCES or out of memory. A linear
+ * scan: a few hundred compares per item at most, next to a mask pass. */
 static mp_state *mp_slot(mask_post_stage *s, int32_t source)
 {
     mp_state *free_slot = NULL;
-    for (int i = 0; i < MP_MAX_SOURCES; i++) {
+    for (int i = 0; i < s->nstates; i++) {
         if (s->states[i].used && s->states[i].source == source) return &s->states[i];
         if (!s->states[i].used && !free_slot) free_slot = &s->states[i];
     }
+    if (free_slot || s->nstates >= MP_MAX_SOURCES) return free_slot;
+    int n = s->nstates ? 2 * s->nstates : 16;
+    if (n > MP_MAX_SOURCES) n = MP_MAX_SOURCES;
+    mp_state *grown = realloc(s->states, (size_t)n * sizeof *grown);
+    if (!grown) return NULL;
+    memset(grown + s->nstates, 0, (size_t)(n - s->nstates) * sizeof *grown);
+    free_slot = &grown[s->nstates];
+    s->states = grown;
+    s->nstates = n;
     return free_slot;
 }
 

@@ -171,8 +171,9 @@ bool seg_open_video(seg_job *job, const char *path)
     pf_video_reader_params rp = pf_video_reader_params_default();
     rp.path = path;
     /* Frames wait in the pipeline's queues and batches: enough of them
-     * (two batches of 64 and the queues; latency mode holds one). */
-    rp.pool_size = job->gate ? 8 : 160;
+     * (two batches of 64 and the queues; latency mode holds one; one of
+     * several streams its share, set by segment_multi.c). */
+    rp.pool_size = job->gate ? 8 : job->reader_pool > 0 ? job->reader_pool : 160;
     rp.realtime = job->realtime;
     /* One of several streams: a live input that drops is reopened (bounded)
      * while the others go on. */
@@ -181,8 +182,8 @@ bool seg_open_video(seg_job *job, const char *path)
         rp.retries = job->retries;
         rp.retry_max_delay_ms = 2000;
     }
-    /* On a GPU, NVDEC where the input allows it (an H.264/HEVC elementary
-     * stream): NV12 frames in device memory, never on the host. */
+    /* On a GPU, NVDEC where the input allows it (H.264/HEVC in 8-bit 4:2:0,
+     * any container): NV12 frames in device memory, never on the host. */
     if (job->dev && pf_device_get_type(job->dev) == PF_DEVICE_CUDA) {
         rp.device = job->dev;
         rp.prefer_device = true;

@@ -180,6 +180,10 @@ int seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out
         s->quiet = job->quiet;
         s->stream_index = i;
         snprintf(s->stage_suffix, sizeof s->stage_suffix, "_%d", i);
+        /* Each stream's share of the frames in flight (two batches of 64 and
+         * the queues), at least a few: 150 cameras x 160 frames of 1080p
+         * would be 75 GB of decoder pools. */
+        s->reader_pool = 160 / n + 8 < 12 ? 12 : 160 / n + 8;
         s->input_label = pf_io_redact(args[i], s->input_shown, sizeof s->input_shown);
         char out[SEG_PATH_MAX], mask[SEG_PATH_MAX];
         if ((!job->null_output &&
