@@ -15,6 +15,7 @@
 #   bench/vtest_1080p.h264  the same as an Annex B elementary stream (NVDEC input)
 #   bench/segment_1080p.h264  3000 frames (vtest looped 5 times), an IDR every 32
 #                           frames so NVDEC decoders can split it: the segment benchmark
+#   bench/segment_1080p.mp4   the same bitstream in MP4 at 30 fps (multi-stream benchmark)
 #   bench/equirect/eq_NNNN.jpg  N (default 240) 7680x3840 JPEGs of a moving test
 #                           pattern (ffmpeg's testsrc2), encoded by parallel ffmpeg runs
 set -euo pipefail
@@ -111,6 +112,14 @@ if [ "$force" = 1 ] || [ ! -s "$seg" ]; then
     -pix_fmt yuv420p -f h264 "$seg.part"
   mv "$seg.part" "$seg"
   echo "fetch-media: $seg"
+fi
+# The same bitstream in MP4 (demuxed by FFmpeg, decoded by NVDEC): the
+# multi-stream benchmark's input (bench/bench_multistream.sh).
+segmp4="$data/bench/segment_1080p.mp4"
+if [ "$force" = 1 ] || [ ! -s "$segmp4" ]; then
+  "${ff[@]}" -r 30 -i "$seg" -c:v copy -f mp4 "$segmp4.part"
+  mv "$segmp4.part" "$segmp4"
+  echo "fetch-media: $segmp4"
 fi
 
 # Equirect JPEGs: only the missing indices, in a few parallel ffmpeg runs
