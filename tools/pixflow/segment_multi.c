@@ -180,10 +180,12 @@ int seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out
         s->quiet = job->quiet;
         s->stream_index = i;
         snprintf(s->stage_suffix, sizeof s->stage_suffix, "_%d", i);
-        /* Each stream's share of the frames in flight (two batches of 64 and
-         * the queues), at least a few: 150 cameras x 160 frames of 1080p
-         * would be 75 GB of decoder pools. */
-        s->reader_pool = 160 / n + 8 < 12 ? 12 : 160 / n + 8;
+        /* Each stream's share of the frames in flight (about four batches
+         * of 64 between the mux and the writers, the fair mux giving each
+         * stream 64/N of a batch) plus its own queue and the decoder's
+         * holds: 150 cameras x 160 frames of 1080p would be 75 GB of
+         * decoder pools, 150 x 25 is 12 GB. */
+        s->reader_pool = 256 / n + 24 > 160 ? 160 : 256 / n + 24;
         s->input_label = pf_io_redact(args[i], s->input_shown, sizeof s->input_shown);
         char out[SEG_PATH_MAX], mask[SEG_PATH_MAX];
         if ((!job->null_output &&
