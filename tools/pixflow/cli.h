@@ -34,7 +34,7 @@ int cmd_segment(int argc, char **argv);
  * positional argument. A repeated option keeps its last value. */
 
 #define CLI_MAX_OPTIONS 32
-#define CLI_MAX_POSITIONAL 16
+#define CLI_MAX_POSITIONAL 4096 /* inputs of one run (cameras of a multi-stream segment) */
 
 typedef struct cli_option {
     const char *name;      /* without dashes: "device" */
