@@ -116,6 +116,7 @@ typedef struct pass_state {
     bool swallow;
     bool delay_per_item;     /* delay_us * n per call */
     gate *wait_in_start;
+    int64_t start_delay_us;  /* the start callback takes this long (a model's plans) */
     atomic_int starts, stops;
     atomic_llong calls;
     atomic_llong rng;
@@ -138,6 +139,7 @@ static pf_status pass_start(void *user, pf_stage_ctx *ctx)
     if (ti < 0 || ti >= s->threads) atomic_fetch_add(&s->bad_thread_index, 1);
     atomic_fetch_add(&s->starts, 1);
     if (s->wait_in_start) gate_wait(s->wait_in_start);
+    if (s->start_delay_us) sleep_us(s->start_delay_us);
     return PF_OK;
 }
 
@@ -422,6 +424,48 @@ static void test_fan_out(void)
     pf_pipeline_destroy(&p);
     sink_fini(&k1);
     sink_fini(&k2);
+}
+
+/* sources_wait_start: a source produces its first item only after a slow
+ * start callback (300 ms) downstream has returned, so no item is older than
+ * the chain's own time when it arrives; without it the first items wait
+ * the whole start out. */
+static void test_sources_wait_start(void)
+{
+    for (int wait = 0; wait < 2; wait++) {
+        src_state src;
+        src_init(&src, 20, 8);
+        pass_state pass;
+        pass_init(&pass);
+        pass.start_delay_us = 300000;
+        sink_state sink;
+        sink_init(&sink, 20);
+        pf_pipeline_params pp = pf_pipeline_params_default();
+        pp.name = "barrier";
+        pp.mode = PF_MODE_CUSTOM;
+        pp.sources_wait_start = wait;
+        pf_pipeline *p = NULL;
+        CHECK_OK(pf_pipeline_create(&pp, &p));
+        REQUIRE(p);
+        pf_stage *a = add_source(p, "src", &src);
+        pf_stage *b = add_pass(p, "slow_start", &pass, 1, true, 1, 0);
+        pf_stage *c = add_sink(p, "sink", &sink);
+        connect(p, a, b, 64, PF_EDGE_BLOCK);
+        connect(p, b, c, 64, PF_EDGE_BLOCK);
+        CHECK_OK(pf_pipeline_start(p));
+        CHECK_OK(pf_pipeline_wait(p, PF_WAIT_FOREVER));
+        CHECK_EQ_INT(sink.count, 20);
+        int64_t oldest = 0;
+        for (int64_t i = 0; i < sink.count && i < 20; i++)
+            if (sink.ages[i] > oldest) oldest = sink.ages[i];
+        printf("     sources_wait_start %d: oldest item %.1f ms at the sink\n", wait, oldest / 1e6);
+        if (wait)
+            CHECK(oldest < 150000000);
+        else
+            CHECK(oldest > 250000000);
+        pf_pipeline_destroy(&p);
+        sink_fini(&sink);
+    }
 }
 
 /* The sink is held in its start callback until the source has pushed
@@ -1827,6 +1871,7 @@ int main(void)
     PF_RUN(test_linear_chain);
     PF_RUN(test_fan_out);
     PF_RUN(test_drop_policies);
+    PF_RUN(test_sources_wait_start);
     PF_RUN(test_latency_mode);
     PF_RUN(test_error_in_middle);
     PF_RUN(test_source_error);

@@ -559,6 +559,12 @@ typedef struct pf_pipeline_params {
                                   the tracer's default, 1 << 20. A run records about
                                   (stages + GPU stages) events per item */
     pf_clock clock;
+    bool sources_wait_start;   /* sources produce nothing until every processing stage's
+                                  start callback has returned (nn.infer's plans, a
+                                  device context): realtime files and live cameras then
+                                  do not queue frames behind start-up and count them as
+                                  latency. Default false (a source may feed a stage that
+                                  is still starting) */
 } pf_pipeline_params;
 
 PF_API pf_pipeline_params pf_pipeline_params_default(void);

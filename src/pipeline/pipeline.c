@@ -99,6 +99,7 @@ pf_status pf_pipeline_create(const pf_pipeline_params *pp, pf_pipeline **out)
     p->trace_counter_ms = pp->trace_counter_ms;
     p->trace_max_events = pp->trace_max_events;
     p->clock = pp->clock;
+    p->sources_wait_start = pp->sources_wait_start;
     pf_mutex_init(&p->mu);
     pf_cond_init(&p->cv);
     pf_mutex_init(&p->join_mu);
@@ -686,6 +687,9 @@ pf_status pf_pipeline_start(pf_pipeline *p)
     p->t_start = pl_now(p);
     p->state = PL_RUNNING;
     p->stages_running = p->nstages;
+    p->starting = 0;
+    for (int i = 0; i < p->nstages; i++)
+        if (!p->stages[i]->d.source && p->stages[i]->d.start) p->starting += p->stages[i]->nthreads;
     pf_mutex_unlock(&p->mu);
 
     /* From here on failures go through pl_fail so that the workers already
@@ -718,6 +722,7 @@ pf_status pf_pipeline_start(pf_pipeline *p)
             pf_stage *s = p->stages[i];
             int never = 0;
             for (int k = 0; k < s->nthreads; k++) never += !s->w[k].thread_started;
+            if (never && !s->d.source && s->d.start) pl_started(p, never);
             if (never && atomic_fetch_sub(&s->active, never) == never) {
                 for (int j = 0; j < s->nout; j++) pf_edge_close(s->out[j]->e);
                 pl_stage_finished(p, s);
@@ -733,6 +738,21 @@ pf_status pf_pipeline_start(pf_pipeline *p)
                 "sources", p->name, pf_last_error());
     if (atomic_load(&p->cancel_flag)) pf_pipeline_cancel(p); /* cancelled before start */
     return PF_OK;
+}
+
+void pl_started(pf_pipeline *p, int workers)
+{
+    pf_mutex_lock(&p->mu);
+    p->starting -= workers;
+    if (p->starting <= 0) pf_cond_broadcast(&p->cv);
+    pf_mutex_unlock(&p->mu);
+}
+
+void pl_wait_started(pf_pipeline *p)
+{
+    pf_mutex_lock(&p->mu);
+    while (p->starting > 0 && !atomic_load(&p->stopping)) pf_cond_wait(&p->cv, &p->mu);
+    pf_mutex_unlock(&p->mu);
 }
 
 void pl_stage_finished(pf_pipeline *p, pf_stage *s)

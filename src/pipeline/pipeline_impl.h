@@ -161,6 +161,7 @@ struct pf_pipeline {
     bool strict;
     char *trace_path;
     int trace_counter_ms;
+    bool sources_wait_start;   /* params: the start barrier below */
     size_t trace_max_events;
     pf_device *trace_gpu;      /* CUDA device the tracer calibrates; NULL none */
     pf_clock clock;
@@ -175,6 +176,11 @@ struct pf_pipeline {
     int state;
     bool broken;               /* a start failed half-way: no second try */
     int stages_running;
+    /* Workers of processing stages whose start callback (a model's plans, a
+     * device context) has not returned: sources produce nothing until it is
+     * 0, so a realtime or live stream does not queue frames behind a
+     * second of planning and report it as latency (under mu; cv). */
+    int starting;
     pf_status status;          /* first error / cancel wins */
     bool status_set;
     char errmsg[1024];
@@ -264,6 +270,10 @@ bool pl_locations_match(const pf_stage *from, const pf_stage *to);
 pf_status pl_live_connect(pf_pipeline *p, pf_stage *from, pf_stage *to, const pf_edge_params *e);
 /* Called by the last worker of a stage. */
 void pl_stage_finished(pf_pipeline *p, pf_stage *s);
+/* The start barrier (pf_pipeline.starting): `workers` processing workers
+ * are past their start callback; sources wait for all of them (or a stop). */
+void pl_started(pf_pipeline *p, int workers);
+void pl_wait_started(pf_pipeline *p);
 pf_allocator *pl_get_allocator(pf_pipeline *p, pf_device *dev, pf_mem_domain domain);
 
 /* stage.c */

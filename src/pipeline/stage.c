@@ -748,6 +748,8 @@ void *pl_worker_main(void *arg)
         ctx->in_call = false;
         if (st < 0) fail_stage(ctx, st, "start", pf_last_error());
     }
+    if (s->d.start && !s->d.source && !s->live) pl_started(p, 1);
+    if (st >= 0 && s->d.source && p->sources_wait_start) pl_wait_started(p);
     if (st >= 0) {
         if (s->d.source)
             source_loop(ctx);

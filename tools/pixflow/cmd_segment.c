@@ -340,6 +340,12 @@ static pf_status build(seg_job *job, const seg_run *r, pf_pipeline **out, char *
      * frames of a file that is read faster than it is processed. */
     pp.mode = r->latency ? PF_MODE_CUSTOM : PF_MODE_THROUGHPUT;
     pp.trace_path = r->trace;
+    /* Frames paced like cameras (--realtime, live inputs) wait for the model's
+     * plans instead of queueing behind them (every batch size is planned at
+     * start then, below): their latency is the pipeline's, not start-up's. */
+    bool paced = job->realtime || job->live;
+    for (int i = 0; i < job->num_streams; i++) paced = paced || job->streams[i].live;
+    pp.sources_wait_start = paced;
     if (r->trace && job->info.frame_count > 0)
         pp.trace_max_events = (size_t)job->info.frame_count * 24 + 65536;
     pf_pipeline *p = NULL;
@@ -357,10 +363,11 @@ static pf_status build(seg_job *job, const seg_run *r, pf_pipeline **out, char *
                                {"layout", job->model_nhwc ? "nhwc" : "nchw", 0},
                                {"dtype", gpu ? "f16" : "f32", 0}};
     /* Latency mode plans batch 1 (and captures its CUDA graph) at start, so
-     * the first frame's latency is not a plan's. */
+     * the first frame's latency is not a plan's; paced inputs every batch
+     * size the batcher may form (a new size mid-run is a plan: ~0.1-0.5 s). */
     pf_stage_param inf_kv[] = {{"model", job->model, 0},
                                {"precision", gpu ? "fp16" : "fp32", 0},
-                               {"reserve", r->latency ? "true" : "false", 0}};
+                               {"reserve", r->latency || paced ? "true" : "false", 0}};
     pf_stage_param post_kv[] = {{"alpha", alpha, 0}, {"size", "frame", 0}};
     pf_stage *s[6] = {NULL};
     /* Several inputs: one reader per stream, all into preprocess (a muxer:
