@@ -227,16 +227,23 @@ typedef struct pf_video_reader_params {
     pf_device *device;         /* pool memory owner: NULL = CPU */
     pf_mem_domain domain;      /* PF_MEM_HOST (default) or PF_MEM_PINNED: decoders
                                   write with the CPU, so never PF_MEM_DEVICE */
-    bool prefer_device;        /* NVDEC when possible: `device` is CUDA, the input is an
-                                  H.264/HEVC elementary stream (.h264/.264/.hevc/.265 or
-                                  container "h264"/"hevc"), format NONE or NV12 and
-                                  libnvcuvid loads. Frames are then NV12 in device
-                                  memory of `device` (from the decoders' own pools of
-                                  pool_size frames each; domain is ignored), hw_decode.
-                                  A regular file is decoded by one decoder per NVDEC
-                                  engine (up to 4), GOP by GOP, frames still in order;
-                                  PIXFLOW_NVDEC_DECODERS=N (1..8) sets the count.
-                                  Otherwise CPU decode as without it */
+    bool prefer_device;        /* NVDEC when possible: `device` is CUDA, the stream is
+                                  H.264/HEVC in 8-bit 4:2:0 (an elementary stream
+                                  .h264/.264/.hevc/.265, or any container FFmpeg
+                                  demuxes: MP4, MKV, MOV, MPEG-TS, live URLs), format
+                                  NONE or NV12 and libnvcuvid loads. Frames are then
+                                  NV12 in device memory of `device` (from the decoders'
+                                  own pools of pool_size frames each; domain is
+                                  ignored), hw_decode. A regular file is decoded by
+                                  several decoders GOP by GOP, frames still in order
+                                  (see hw_share); PIXFLOW_NVDEC_DECODERS=N (1..8) sets
+                                  the count. Otherwise CPU decode as without it */
+    int hw_share;              /* inputs decoding at once on this device (0/1: this one
+                                  alone). A regular file gets engines / hw_share NVDEC
+                                  decoders (at least 1, at most 4): alone it uses four
+                                  of the 7 engines of an H100/H200; one of many cameras
+                                  gets one decoder and the sessions spread over the
+                                  engines */
     int threads;               /* decoder threads, 0 = FFmpeg's choice */
     /* Live inputs (URLs and cameras, pf_io_is_live) and pacing: */
     const char *protocols;     /* URL protocols FFmpeg may open, comma-separated (its

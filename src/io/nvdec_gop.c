@@ -8,6 +8,7 @@
 #include "../core/error.h"
 #include "../core/sys.h"
 #include "nvdec_gop.h"
+#include "video_impl.h"
 
 enum { E_FRAME, E_END, E_EOS, E_ERR };
 
@@ -46,6 +47,7 @@ typedef struct gop_dec {
 struct pf_nvdec_gop {
     char *path;
     char *name;
+    bool demux;           /* a container: each decoder demuxes it (video_impl.h) */
     pf_nvdec_params np;
     int n_dec;
     gop_dec *d;
@@ -263,14 +265,53 @@ static void note_stats(gop_dec *d, pf_nvdec *nv)
     pf_mutex_unlock(&d->g->mu);
 }
 
-static pf_status decode_loop(gop_dec *d, pf_es_reader *es, pf_nvdec *nv, pf_es_codec codec)
+/* A decoder's own reading of the file: the elementary stream splitter, or
+ * FFmpeg's demuxer in packet mode (Annex B access units). */
+typedef struct gop_src {
+    pf_es_reader *es;
+    pf_ffdec *ff;
+    pf_video_reader_stats stats; /* the demuxer's counts (unused here) */
+} gop_src;
+
+static pf_status src_open(pf_nvdec_gop *g, gop_src *s, pf_es_codec *codec)
+{
+    if (!g->demux) {
+        pf_status st = pf_es_reader_open(g->path, g->np.codec, &s->es);
+        if (st == PF_OK) *codec = pf_es_reader_codec(s->es);
+        return st;
+    }
+    pf_video_reader_params p = pf_video_reader_params_default();
+    p.path = g->path;
+    pf_video_info info;
+    memset(&info, 0, sizeof info);
+    bool packets = false;
+    pf_status st = pf_ffdec_open_packets(&p, g->name, NULL, &s->ff, &info, &packets, codec);
+    if (st == PF_OK && !packets)
+        st = pf_set_error(PF_ERR_UNSUPPORTED, "%s: the stream is not one NVDEC decodes", g->name);
+    return st;
+}
+
+static pf_status src_next(gop_src *s, const uint8_t **au, size_t *n)
+{
+    if (s->es) return pf_es_reader_next(s->es, au, n);
+    int64_t pts;
+    return pf_ffdec_read_au(s->ff, au, n, &pts, &s->stats);
+}
+
+static void src_close(gop_src *s)
+{
+    pf_es_reader_close(&s->es);
+    pf_ffdec_close(&s->ff);
+}
+
+static pf_status decode_loop(gop_dec *d, gop_src *src, pf_nvdec *nv, pf_es_codec codec)
 {
     pf_nvdec_gop *g = d->g;
     int64_t au_index = 0, gop = 0;
     const uint8_t *au;
     size_t n;
     pf_status st;
-    while ((st = pf_es_reader_next(es, &au, &n)) == PF_OK) {
+    while ((st = src_next(src, &au, &n)) == PF_OK) {
         if (au_index > 0 && au_has_idr(codec, au, n)) {
             fed_gop *last = d->fed_n ? &d->fed[d->fed_head + d->fed_n - 1] : NULL;
             if (last && last->gop == gop) last->closed = true;
@@ -319,18 +360,20 @@ static void *dec_main(void *arg)
 {
     gop_dec *d = arg;
     pf_nvdec_gop *g = d->g;
-    pf_es_reader *es = NULL;
+    gop_src src;
+    memset(&src, 0, sizeof src);
     pf_nvdec *nv = NULL;
-    pf_status st = pf_es_reader_open(g->path, g->np.codec, &es);
+    pf_es_codec codec = PF_ES_UNKNOWN;
+    pf_status st = src_open(g, &src, &codec);
     if (st == PF_OK) {
         pf_nvdec_params np = g->np;
-        np.codec = pf_es_reader_codec(es);
+        np.codec = codec;
         st = pf_nvdec_create(&np, &nv);
     }
-    if (st == PF_OK) st = decode_loop(d, es, nv, pf_es_reader_codec(es));
+    if (st == PF_OK) st = decode_loop(d, &src, nv, codec);
     if (st != PF_OK) push_error(d, st);
     pf_nvdec_destroy(&nv);
-    pf_es_reader_close(&es);
+    src_close(&src);
     return NULL;
 }
 
@@ -344,8 +387,8 @@ static char *dupstr(const char *s)
     return d;
 }
 
-pf_status pf_nvdec_gop_open(const char *path, const pf_nvdec_params *np, int decoders,
-                            pf_nvdec_gop **out)
+pf_status pf_nvdec_gop_open(const char *path, bool demux, const pf_nvdec_params *np,
+                            int decoders, pf_nvdec_gop **out)
 {
     PF_CHECK_ARG(out && path && np, "pf_nvdec_gop_open", "NULL argument");
     *out = NULL;
@@ -359,6 +402,7 @@ pf_status pf_nvdec_gop_open(const char *path, const pf_nvdec_params *np, int dec
     g->np.pool_timeout_us = -1;
     g->max_queued = np->pool_size / 2 > 1 ? np->pool_size / 2 : 1;
     g->n_dec = decoders;
+    g->demux = demux;
     g->path = dupstr(path);
     g->name = dupstr(np->name ? np->name : path);
     g->d = calloc((size_t)decoders, sizeof *g->d);

@@ -1,13 +1,14 @@
-/* Private: one H.264/HEVC elementary stream file decoded by several NVDEC
- * decoders at once, GOP by GOP, with the frames handed out in display order.
+/* Private: one H.264/HEVC file (an elementary stream, or any container
+ * FFmpeg demuxes: MP4, MKV, MOV, MPEG-TS) decoded by several NVDEC decoders
+ * at once, GOP by GOP, with the frames handed out in display order.
  *
  * One decoder manages ~700 1080p frames/s on an H100/H200, a third of what
  * the engines together do. A closed GOP (starting at an IDR picture) decodes
  * without anything before it, so decoder k of K takes GOPs k, k+K, k+2K...
  * of the file: each decoder thread reads the whole file with its own
- * pf_es_reader, feeds its own GOPs' access units and only the parameter
- * sets (SPS/PPS, VPS) of the others, and queues its frames tagged with the
- * GOP they belong to. read() takes GOP 0 from decoder 0, GOP 1 from decoder
+ * pf_es_reader or FFmpeg demuxer, feeds its own GOPs' access units and
+ * only the parameter sets (SPS/PPS, VPS) of the others, and queues its
+ * frames tagged with the GOP they belong to. read() takes GOP 0 from decoder 0, GOP 1 from decoder
  * 1, and so on, which restores the file's display order.
  *
  * A GOP's frames are known from the pts given with each access unit (its
@@ -37,10 +38,12 @@ typedef struct pf_nvdec_gop pf_nvdec_gop;
 
 /* Starts `decoders` (2..8) decoder threads on `path` (a regular file) with
  * the decoder parameters `np` (device, codec, pool_size, name), and waits
- * until the first frame's sequence is known (get_info). Errors name the
+ * until the first frame's sequence is known (get_info). `demux`: the file
+ * is a container, which each decoder thread demuxes itself with FFmpeg
+ * (packet mode, video_impl.h); else an elementary stream. Errors name the
  * file (PF_ERR_IO, PF_ERR_FORMAT, PF_ERR_UNSUPPORTED, PF_ERR_DEVICE). */
-pf_status pf_nvdec_gop_open(const char *path, const pf_nvdec_params *np, int decoders,
-                            pf_nvdec_gop **out);
+pf_status pf_nvdec_gop_open(const char *path, bool demux, const pf_nvdec_params *np,
+                            int decoders, pf_nvdec_gop **out);
 /* Sets *g = NULL; accepts NULL. */
 void pf_nvdec_gop_close(pf_nvdec_gop **g);
 

@@ -23,6 +23,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -58,6 +59,8 @@ struct pf_video_reader {
     pf_nvdec *nv;               /* SRC_NVDEC: frames come from its device pool */
     pf_device *device;          /* of NVDEC, for a new decoder after a reconnect */
     pf_video_reader_stats au_stats; /* SRC_NVDEC on ff: the demuxer's counts */
+    int64_t gop_pts0;           /* a container by GOP: frames' pts = gop_pts0 + index */
+    bool gop_pts;               /* at the container's rate, in its time base */
     uint64_t nv_errors_done;    /* decode errors of decoders replaced by reconnects */
     pf_nvdec_gop *gop;          /* SRC_NVDEC on a file: several decoders, GOP by GOP */
     pf_frame_pool *pool;
@@ -329,16 +332,18 @@ static pf_status open_raw(pf_video_reader *r, const pf_video_reader_params *p)
     return PF_OK;
 }
 
-/* How many NVDEC decoders to run on this input: one per engine up to 4
- * (about 2700 1080p frames/s on an H100/H200, more than the chain after
- * it), for a regular file only: the GOP decoders each read the file
- * themselves, which a pipe cannot give them. PIXFLOW_NVDEC_DECODERS=N
- * (1..8) overrides the count (1: the single decoder, lowest start-up). */
+/* How many NVDEC decoders to run on this input: its share of the engines
+ * (engines / hw_share, up to 4: about 2700 1080p frames/s on an H100/H200,
+ * more than the chain after it), for a regular file only: the GOP decoders
+ * each read the file themselves, which a pipe or a live stream cannot give
+ * them. PIXFLOW_NVDEC_DECODERS=N (1..8) overrides the count (1: the single
+ * decoder, lowest start-up). */
 static int nvdec_decoders(const pf_video_reader_params *p, const pf_nvdec_info *ni)
 {
     struct stat sb;
-    if (stat(p->path, &sb) != 0 || !S_ISREG(sb.st_mode)) return 1;
-    int k = ni->engines > 4 ? 4 : ni->engines;
+    if (pf_io_is_live(p->path) || stat(p->path, &sb) != 0 || !S_ISREG(sb.st_mode)) return 1;
+    int share = p->hw_share > 1 ? p->hw_share : 1;
+    int k = ni->engines / share > 4 ? 4 : ni->engines / share;
     const char *env = getenv("PIXFLOW_NVDEC_DECODERS");
     if (env && *env) {
         char *end = NULL;
@@ -441,7 +446,7 @@ static pf_status open_nvdec(pf_video_reader *r, const pf_video_reader_params *p)
         pf_es_reader_close(&r->es);
         r->stats.packets = 0;
         np.pool_timeout_us = -1;
-        if ((st = pf_nvdec_gop_open(p->path, &np, k, &r->gop)) != PF_OK) return st;
+        if ((st = pf_nvdec_gop_open(p->path, false, &np, k, &r->gop)) != PF_OK) return st;
         pf_nvdec_gop_get_info(r->gop, &ni);
     }
     r->info.fps = ni.fps.num > 0 ? ni.fps : (pf_rational){30, 1};
@@ -483,7 +488,25 @@ static pf_status open_ffnv(pf_video_reader *r, const pf_video_reader_params *p)
     }
     if (st != PF_OK) return st;
     r->kind = SRC_NVDEC;
-    nvdec_info(r, &ni, "nvdec");
+    int k = in ? 1 : nvdec_decoders(p, &ni);
+    if (k > 1) {
+        /* The first decoder told the size and the engines; the GOP decoders
+         * demux the file again from its start, each on its own. */
+        pf_nvdec_destroy(&r->nv);
+        pf_ffdec_close(&r->ff);
+        memset(&r->stats, 0, sizeof r->stats);
+        memset(&r->au_stats, 0, sizeof r->au_stats);
+        np.pool_timeout_us = -1;
+        if (r->info.fps.num > 0 && r->info.fps.den > 0) np.fps = r->info.fps;
+        if ((st = pf_nvdec_gop_open(p->path, true, &np, k, &r->gop)) != PF_OK) return st;
+        pf_nvdec_gop_get_info(r->gop, &ni);
+        pf_rational tb = r->info.time_base;
+        r->gop_pts = r->info.fps.num > 0 && r->info.fps.den > 0 && tb.num > 0 && tb.den > 0;
+        r->gop_pts0 = r->gop_pts ? llround(r->info.start_time_s * tb.den / tb.num) : 0;
+    }
+    char how[32] = "nvdec";
+    if (k > 1) snprintf(how, sizeof how, "nvdec x%d by GOP", k);
+    nvdec_info(r, &ni, how);
     return PF_OK;
 }
 
@@ -685,6 +708,14 @@ static pf_status read_nvdec(pf_video_reader *r, pf_frame *f)
 {
     if (r->gop) {
         pf_status st = pf_nvdec_gop_read(r->gop, f);
+        if (st == PF_OK && r->gop_pts) {
+            /* Display index -> the container's clock (a constant rate, from
+             * its first pts), rounded like FFmpeg's own rescaling. */
+            pf_rational tb = r->info.time_base, fps = r->info.fps;
+            int64_t num = f->pts * (int64_t)tb.den * fps.den, den = (int64_t)tb.num * fps.num;
+            f->pts = r->gop_pts0 + (num + den / 2) / den;
+            f->time_base = tb;
+        }
         pf_nvdec_gop_stats gs;
         pf_nvdec_gop_get_stats(r->gop, &gs);
         r->stats.packets = gs.packets;

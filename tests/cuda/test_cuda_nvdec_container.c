@@ -3,7 +3,8 @@
  * (HEVC) and an MPEG-TS (H.264) read with prefer_device on the GPU must
  * decode on NVDEC and give exactly the frames FFmpeg's CPU decoder gives
  * for the same file (H.264/HEVC decoding is exact), with the same pts,
- * index and count; a 10-bit HEVC MKV, which NVDEC here does not take,
+ * index and count, with one decoder and with three GOP by GOP (each
+ * demuxing the file itself); a 10-bit HEVC MKV, which NVDEC here does not take,
  * must fall back to the CPU and still read every frame. Realtime pacing
  * by container pts: 30 frames at 24 fps take about 1.2 s.
  *
@@ -71,8 +72,9 @@ static pf_video_reader *open_reader(const char *path, bool gpu, bool realtime)
     return r;
 }
 
-/* NVDEC vs the CPU decoder on one file. */
-static void check_file(const char *name, bool want_hw, int want_frames)
+/* NVDEC vs the CPU decoder on one file, with `decoders` NVDEC decoders
+ * (PIXFLOW_NVDEC_DECODERS: 1, or several GOP by GOP). */
+static void check_file_with(const char *name, bool want_hw, int want_frames, const char *decoders)
 {
     char path[1100];
     snprintf(path, sizeof path, "%s/%s", g_dir, name);
@@ -81,7 +83,9 @@ static void check_file(const char *name, bool want_hw, int want_frames)
         CHECK(exists(path));
         return;
     }
+    setenv("PIXFLOW_NVDEC_DECODERS", decoders, 1);
     pf_video_reader *g = open_reader(path, true, false), *c = open_reader(path, false, false);
+    unsetenv("PIXFLOW_NVDEC_DECODERS");
     if (!g || !c) {
         pf_video_reader_destroy(&g);
         pf_video_reader_destroy(&c);
@@ -133,6 +137,12 @@ static void check_file(const char *name, bool want_hw, int want_frames)
     CHECK_EQ_INT((int)gs.corrupt_packets, 0);
     pf_video_reader_destroy(&g);
     pf_video_reader_destroy(&c);
+}
+
+static void check_file(const char *name, bool want_hw, int want_frames)
+{
+    check_file_with(name, want_hw, want_frames, "1");
+    check_file_with(name, want_hw, want_frames, "3");
 }
 
 static void test_mp4_h264(void) { check_file("clip.mp4", true, 30); }

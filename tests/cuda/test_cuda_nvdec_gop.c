@@ -87,7 +87,7 @@ static void check_gop(const char *path, const uint64_t *want, int nwant, int k, 
     p.pool_size = pool;
     p.name = path;
     pf_nvdec_gop *g = NULL;
-    CHECK_OK(pf_nvdec_gop_open(path, &p, k, &g));
+    CHECK_OK(pf_nvdec_gop_open(path, false, &p, k, &g));
     if (!g) return;
     int n = 0, bad = 0, badmeta = 0;
     pf_frame f = {0};
@@ -124,7 +124,7 @@ static void check_close_early(const char *path)
     p.device = g_dev;
     p.pool_size = 8;
     pf_nvdec_gop *g = NULL;
-    CHECK_OK(pf_nvdec_gop_open(path, &p, 3, &g));
+    CHECK_OK(pf_nvdec_gop_open(path, false, &p, 3, &g));
     pf_frame f = {0};
     for (int i = 0; g && i < 30; i++) {
         CHECK_OK(pf_nvdec_gop_read(g, &f));

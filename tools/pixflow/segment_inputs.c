@@ -187,6 +187,7 @@ bool seg_open_video(seg_job *job, const char *path)
     if (job->dev && pf_device_get_type(job->dev) == PF_DEVICE_CUDA) {
         rp.device = job->dev;
         rp.prefer_device = true;
+        rp.hw_share = job->hw_share;
     }
     if (pf_video_reader_create(&rp, &job->reader) != PF_OK) {
         seg_error(job, "%s", pf_last_error());

@@ -76,6 +76,7 @@ struct seg_job {
     int stream_index;           /* a stream's input position (its source id) */
     char stage_suffix[16];      /* "" or "_N": stage names unique per stream */
     int reader_pool;            /* frames in the reader's pool; 0 = one input's default */
+    int hw_share;               /* inputs sharing the GPU's decoders (reader hw_share) */
     bool live;                  /* a live input: its errors end its stream only */
     bool realtime;              /* --realtime: files read at their native rate */
     int retries;                /* --retries: live input of several, reopened up to

@@ -186,6 +186,7 @@ int seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out
          * holds: 150 cameras x 160 frames of 1080p would be 75 GB of
          * decoder pools, 150 x 25 is 12 GB. */
         s->reader_pool = 256 / n + 24 > 160 ? 160 : 256 / n + 24;
+        s->hw_share = n; /* NVDEC engines spread over the streams */
         s->input_label = pf_io_redact(args[i], s->input_shown, sizeof s->input_shown);
         char out[SEG_PATH_MAX], mask[SEG_PATH_MAX];
         if ((!job->null_output &&
