@@ -360,6 +360,81 @@ static pf_status create_when_up(const pf_video_reader_params *p, pf_video_reader
     return st;
 }
 
+/* open_later: a server that is not up at create. The reader is made
+ * anyway (width 0, "not open yet"), read() opens it once the feeder
+ * listens, and frames flow; with the retries spent first, read() fails
+ * naming the URL without its password. */
+static void test_open_later(void)
+{
+    if (!have_ffmpeg_tool()) {
+        printf("     SKIP: no ffmpeg tool or no FFmpeg in the build\n");
+        return;
+    }
+    int port = free_port(SOCK_STREAM);
+    REQUIRE(port > 0);
+    char listen_url[128], url[128];
+    snprintf(listen_url, sizeof listen_url, "tcp://127.0.0.1:%d?listen=1", port);
+    snprintf(url, sizeof url, "tcp://127.0.0.1:%d", port);
+    pf_video_reader_params p = pf_video_reader_params_default();
+    p.path = url;
+    p.retries = 20;
+    p.retry_delay_ms = 100;
+    p.retry_max_delay_ms = 200;
+    p.read_timeout_ms = 2000;
+    p.open_later = true;
+    pf_video_reader *r = NULL;
+    CHECK_OK(pf_video_reader_create(&p, &r));
+    REQUIRE(r);
+    pf_video_info info;
+    CHECK_OK(pf_video_reader_info(r, &info));
+    CHECK_EQ_INT(info.width, 0);
+    CHECK(strstr(info.decoder, "not open yet") != NULL);
+    sleep_ms(400);
+    pid_t feeder = feeder_start(listen_url, 1.0);
+    REQUIRE(feeder > 0);
+    pf_frame f = {0};
+    int n = 0;
+    pf_status st;
+    double t0 = now_s();
+    while ((st = pf_video_reader_read(r, &f)) == PF_OK && now_s() - t0 < 20) {
+        if (n == 0) {
+            CHECK_EQ_INT(f.width, 320);
+            CHECK_EQ_INT(pf_video_reader_info(r, &info), PF_OK);
+            CHECK_EQ_INT(info.width, 320);
+            CHECK_EQ_INT(info.height, 240);
+        }
+        n++;
+        pf_frame_unref(&f);
+        if (n == 15) feeder_stop(&feeder); /* then the retries run out: EOF */
+    }
+    pf_video_reader_stats rs;
+    pf_video_reader_get_stats(r, &rs);
+    pf_video_reader_destroy(&r);
+    feeder_stop(&feeder);
+    printf("     open later: %d frames, %llu failed open/reconnect attempts, end %s\n", n,
+           (unsigned long long)rs.reconnect_failures, pf_status_str(st));
+    CHECK(n >= 15);
+    CHECK(rs.reconnect_failures >= 1); /* it was down at first */
+    CHECK_EQ_INT(st, PF_EOF);
+
+    /* Nobody ever listens: the attempts run out, and read() says so. */
+    snprintf(url, sizeof url, "tcp://cam:hunter2@127.0.0.1:%d", port);
+    p.path = url;
+    p.retries = 2;
+    p.retry_delay_ms = 20;
+    p.retry_max_delay_ms = 40;
+    CHECK_OK(pf_video_reader_create(&p, &r));
+    REQUIRE(r);
+    st = pf_video_reader_read(r, &f);
+    CHECK_EQ_INT(st, PF_ERR_IO);
+    CHECK(strstr(pf_last_error(), "2 attempts to open it failed") != NULL);
+    CHECK(strstr(pf_last_error(), "tcp://cam:***@127.0.0.1") != NULL);
+    CHECK(!strstr(pf_last_error(), "hunter2"));
+    CHECK_EQ_INT(pf_video_reader_read(r, &f), PF_ERR_IO); /* sticky */
+    pf_video_reader_destroy(&r);
+    /* Without open_later the same create fails at once (test_closed_port). */
+}
+
 static void test_tcp_reconnect(void)
 {
     if (!have_ffmpeg_tool()) {
@@ -555,6 +630,7 @@ int main(void)
     PF_RUN(test_silent_server_times_out);
     PF_RUN(test_realtime_file);
     PF_RUN(test_tcp_reconnect);
+    PF_RUN(test_open_later);
     PF_RUN(test_tcp_low_latency);
     PF_RUN(test_nonblocking_retry);
     PF_RUN(test_udp);

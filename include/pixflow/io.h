@@ -280,6 +280,14 @@ typedef struct pf_video_reader_params {
                                   stream is back: for callers that must notice a stop
                                   (io.video_source sets it). One attempt still blocks
                                   up to open_timeout_ms. Default false */
+    bool open_later;           /* a live input (URL, camera) with retries that cannot be
+                                  opened at create (PF_ERR_IO: refused, timed out, no
+                                  such camera yet) is still created: info has width 0
+                                  and decoder "(not open yet)" until read() opens it,
+                                  with the same back-off and retry bound as a
+                                  reconnect; it then decodes on the CPU (hw_decode
+                                  stays false, as announced). For a run of many cameras
+                                  that must start while some are down. Default false */
     /* container "raw" only: */
     int raw_width, raw_height;
     pf_pixfmt raw_format;      /* layout of each raw frame (tightly packed planes) */

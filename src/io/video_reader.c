@@ -82,6 +82,7 @@ struct pf_video_reader {
     int64_t conn_base;          /* output pts of that first frame; PF_NOPTS = as read */
     bool reopened;              /* the next frame is the first after a reopen */
     bool reconnecting;          /* in reopen(): between a break and a frame */
+    bool pending_open;          /* a live input not reachable at create: read() opens it */
     pf_status break_status;     /* what broke the stream (PF_EOF or an error) */
     int64_t delay_ms;           /* the next back-off wait */
     int64_t retry_at_ns;        /* pf_time_ns() of the next attempt */
@@ -510,6 +511,49 @@ static pf_status open_ffnv(pf_video_reader *r, const pf_video_reader_params *p)
     return PF_OK;
 }
 
+/* Opens the input of kind r->kind: its decoder, the output format, the
+ * pool. */
+static pf_status open_input(pf_video_reader *r, const pf_video_reader_params *p)
+{
+    pf_status st = PF_OK;
+    switch (r->kind) {
+    case SRC_Y4M: st = open_y4m(r, p); break;
+    case SRC_RAW: st = open_raw(r, p); break;
+    case SRC_FFMPEG:
+        r->stored = PF_PIXFMT_NONE;
+        st = want_hw(p) ? open_ffnv(r, p)
+                        : pf_ffdec_open(p, r->name, r->peeked.fp ? &r->peeked : NULL, &r->ff,
+                                        &r->info);
+        break;
+    case SRC_NVDEC: st = open_nvdec(r, p); break;
+    }
+    if (st == PF_OK) {
+        pf_pixfmt f = p->format;
+        if (f == PF_PIXFMT_NONE && r->kind == SRC_NVDEC)
+            f = PF_PIXFMT_NV12;
+        else if (f == PF_PIXFMT_NONE)
+            f = r->stored == PF_PIXFMT_GRAY8 && r->kind == SRC_Y4M ? PF_PIXFMT_GRAY8
+                                                                   : PF_PIXFMT_I420;
+        r->info.format = f;
+        if (r->kind != SRC_FFMPEG && r->kind != SRC_NVDEC && r->stored != f) st = make_converter(r);
+    }
+    if (st == PF_OK && r->kind != SRC_NVDEC) { /* NVDEC frames come from its own pool */
+        pf_frame_pool_params pp = {.format = r->info.format,
+                                   .width = r->info.width,
+                                   .height = r->info.height,
+                                   .count = p->pool_size,
+                                   .device = r->device,
+                                   .domain = p->domain,
+                                   .name = r->name};
+        st = pf_frame_pool_create(&pp, &r->pool);
+    }
+    if (st == PF_OK && p->prefer_device && r->kind != SRC_NVDEC)
+        PF_LOGI("%s: NVDEC not used (needs a CUDA device, H.264/HEVC in 8-bit 4:2:0, NV12 "
+                "output and libnvcuvid): decoding on the CPU (%s)",
+                r->name, r->info.decoder);
+    return st;
+}
+
 pf_status pf_video_reader_create(const pf_video_reader_params *p, pf_video_reader **out)
 {
     PF_CHECK_ARG(out, "pf_video_reader_create", "out is NULL");
@@ -555,43 +599,28 @@ pf_status pf_video_reader_create(const pf_video_reader_params *p, pf_video_reade
                        ? PF_OK
                        : pf_set_error(PF_ERR_NOMEM, "out of host memory");
     if (st == PF_OK) st = pick_kind(r, p, &r->kind);
-    if (st == PF_OK) {
-        switch (r->kind) {
-        case SRC_Y4M: st = open_y4m(r, p); break;
-        case SRC_RAW: st = open_raw(r, p); break;
-        case SRC_FFMPEG:
-            r->stored = PF_PIXFMT_NONE;
-            st = want_hw(p) ? open_ffnv(r, p)
-                            : pf_ffdec_open(p, r->name, r->peeked.fp ? &r->peeked : NULL,
-                                            &r->ff, &r->info);
-            break;
-        case SRC_NVDEC: st = open_nvdec(r, p); break;
-        }
+    if (st == PF_OK) st = open_input(r, p);
+    if (st == PF_ERR_IO && p->open_later && r->live && p->retries != 0 && r->kind == SRC_FFMPEG &&
+        !r->nv) {
+        /* A camera or server that is down when the run starts: the reader
+         * is made anyway and read() opens it with back-off (retries), so
+         * the other streams of a run start without it. */
+        snprintf(r->why, sizeof r->why, "%s", pf_last_error());
+        PF_LOGW("%s; opening it in the background (retries %d, first delay %lld ms)", r->why,
+                p->retries, (long long)p->retry_delay_ms);
+        pf_clear_error();
+        pf_ffdec_close(&r->ff);
+        memset(&r->info, 0, sizeof r->info);
+        memset(&r->stats, 0, sizeof r->stats);
+        r->info.format = p->format != PF_PIXFMT_NONE ? p->format : PF_PIXFMT_I420;
+        r->info.frame_count = -1;
+        r->info.duration_s = -1;
+        snprintf(r->info.decoder, sizeof r->info.decoder, "(not open yet)");
+        r->pending_open = true;
+        r->delay_ms = p->retry_delay_ms;
+        r->retry_at_ns = pf_time_ns() + r->delay_ms * 1000000;
+        st = PF_OK;
     }
-    if (st == PF_OK) {
-        pf_pixfmt f = p->format;
-        if (f == PF_PIXFMT_NONE && r->kind == SRC_NVDEC)
-            f = PF_PIXFMT_NV12;
-        else if (f == PF_PIXFMT_NONE)
-            f = r->stored == PF_PIXFMT_GRAY8 && r->kind == SRC_Y4M ? PF_PIXFMT_GRAY8
-                                                                   : PF_PIXFMT_I420;
-        r->info.format = f;
-        if (r->kind != SRC_FFMPEG && r->kind != SRC_NVDEC && r->stored != f) st = make_converter(r);
-    }
-    if (st == PF_OK && r->kind != SRC_NVDEC) { /* NVDEC frames come from its own pool */
-        pf_frame_pool_params pp = {.format = r->info.format,
-                                   .width = r->info.width,
-                                   .height = r->info.height,
-                                   .count = p->pool_size,
-                                   .device = p->device,
-                                   .domain = p->domain,
-                                   .name = r->name};
-        st = pf_frame_pool_create(&pp, &r->pool);
-    }
-    if (st == PF_OK && p->prefer_device && r->kind != SRC_NVDEC)
-        PF_LOGI("%s: NVDEC not used (needs a CUDA device, H.264/HEVC in 8-bit 4:2:0, NV12 "
-                "output and libnvcuvid): decoding on the CPU (%s)",
-                r->name, r->info.decoder);
     if (st != PF_OK) {
         pf_video_reader_destroy(&r);
         return st;
@@ -815,6 +844,54 @@ static void live_timestamps(pf_video_reader *r, pf_frame *f)
     r->last_frame_ns = now;
 }
 
+/* Under nonblocking_retry, read() returns PF_AGAIN at least this often
+ * while it waits to reconnect. */
+#define RETRY_SLICE_NS 100000000LL
+
+/* A live input that could not be opened at create (pending_open): opens
+ * it with back-off until it opens (PF_OK: the info, decoder and pool are
+ * there now) or the attempts run out (an error). It decodes on the CPU
+ * whatever the stream: the caller was told hw_decode = false at create
+ * and planned for host frames. Resumable under nonblocking_retry like
+ * reopen(). */
+static pf_status first_open(pf_video_reader *r)
+{
+    for (;;) {
+        if (r->p.retries >= 0 && r->attempts >= r->p.retries)
+            return pf_set_error(PF_ERR_IO, "%s; %d attempts to open it failed", r->why,
+                                r->attempts);
+        int64_t wait = r->retry_at_ns - pf_time_ns();
+        if (wait > 0 && r->p.nonblocking_retry) {
+            sleep_ns(wait < RETRY_SLICE_NS ? wait : RETRY_SLICE_NS);
+            if (pf_time_ns() < r->retry_at_ns) return PF_AGAIN;
+        } else if (wait > 0) {
+            sleep_ns(wait);
+        }
+        r->attempts++;
+        r->delay_ms = r->delay_ms * 2 > r->p.retry_max_delay_ms ? r->p.retry_max_delay_ms
+                                                                : r->delay_ms * 2;
+        pf_video_reader_params q = r->p;
+        q.device = r->device;
+        q.prefer_device = false;
+        pf_video_info keep = r->info;
+        pf_status st = open_input(r, &q);
+        if (st == PF_OK) {
+            PF_LOGI("%s: opened (attempt %d): %dx%d, %s", r->name, r->attempts, r->info.width,
+                    r->info.height, r->info.decoder);
+            r->pending_open = false;
+            r->attempts = 0;
+            return PF_OK;
+        }
+        snprintf(r->why, sizeof r->why, "%s", pf_last_error());
+        pf_ffdec_close(&r->ff);
+        r->info = keep;
+        r->stats.reconnect_failures++;
+        PF_LOGW("%s (open attempt %d)", r->why, r->attempts);
+        r->retry_at_ns = pf_time_ns() + r->delay_ms * 1000000;
+        if (r->p.nonblocking_retry) return PF_AGAIN;
+    }
+}
+
 /* One frame from the open FFmpeg or NVDEC source into f (for FFmpeg, a
  * pool frame). */
 static pf_status read_one(pf_video_reader *r, pf_frame *f)
@@ -850,9 +927,6 @@ static pf_status reconnect(pf_video_reader *r, int *w, int *h)
     return st;
 }
 
-/* Under nonblocking_retry, read() returns PF_AGAIN at least this often
- * while it waits to reconnect. */
-#define RETRY_SLICE_NS 100000000LL
 
 /* A live input failed (st < 0), stalled, or ended (PF_EOF): reopen it with
  * back-off until a frame comes (PF_OK, into *f) or the attempts run out
@@ -925,6 +999,11 @@ pf_status pf_video_reader_read(pf_video_reader *r, pf_frame *out)
     if (r->failed != PF_OK)
         return pf_set_error(r->failed, "%s: the input failed earlier; no more frames", r->name);
     if (r->eof) return PF_EOF;
+    if (r->pending_open) {
+        pf_status st = first_open(r);
+        if (st < 0) r->failed = st;
+        if (st != PF_OK) return st;
+    }
     pf_frame f = {0};
     pf_status st = PF_OK;
     if (r->kind != SRC_NVDEC) { /* NVDEC frames come from the decoder's pool */

@@ -180,6 +180,7 @@ bool seg_open_video(seg_job *job, const char *path)
     job->live = pf_io_is_live(path);
     if (job->live && job->stage_suffix[0]) {
         rp.retries = job->retries;
+        rp.open_later = true; /* a camera down at the start joins when it comes up */
         rp.retry_max_delay_ms = 2000;
     }
     /* On a GPU, NVDEC where the input allows it (H.264/HEVC in 8-bit 4:2:0,

@@ -83,6 +83,10 @@ static pf_status read_trimmed(seg_source *s, seg_job *job, pf_frame *out)
         if (job->max_frames > 0 && s->emitted >= job->max_frames) return PF_EOF;
         pf_status st = pf_video_reader_read(job->reader, out);
         if (st != PF_OK) return st;
+        /* A camera opened after the start (open_later): its stream's facts
+         * (rate, start time) are known from its first frame on; the writer
+         * reads them after this frame reaches it. */
+        if (job->info.width == 0) pf_video_reader_info(job->reader, &job->info);
         double t = source_time(job, out), eps = 1e-6;
         if (t < job->start_s - eps) {
             pf_frame_unref(out);
