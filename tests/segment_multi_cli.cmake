@@ -8,3 +8,12 @@ foreach(case files patterns index realtime live)
   set_tests_properties(cli_segment_multi_${case} PROPERTIES LABELS cpu TIMEOUT 120
                        SKIP_RETURN_CODE 77)
 endforeach()
+
+# Issue 12's multi-stream live test: 4 live streams from ffmpeg feeders on
+# loopback (TCP and UDP) and 2 files in one run, one feeder killed and
+# restarted (tests/segment_multi_live.sh; about 15 s).
+add_test(NAME cli_segment_multi_live_streams
+  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/segment_multi_live.sh $<TARGET_FILE:pixflow_cli>
+          ${CMAKE_CURRENT_BINARY_DIR}/segment_multi_live ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli_segment_multi_live_streams PROPERTIES LABELS cpu TIMEOUT 90
+                     SKIP_RETURN_CODE 77)
