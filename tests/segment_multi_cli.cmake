@@ -17,3 +17,16 @@ add_test(NAME cli_segment_multi_live_streams
           ${CMAKE_CURRENT_BINARY_DIR}/segment_multi_live ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli_segment_multi_live_streams PROPERTIES LABELS cpu TIMEOUT 90
                      SKIP_RETURN_CODE 77)
+
+# The multi-stream YAML examples (examples/multistream.yaml, multistream_live.yaml)
+# run by `pixflow run`, which needs libyaml (tests/multistream_yaml.sh).
+if(PF_YAML_INCLUDE AND PF_YAML_LIB)
+  foreach(case synthetic live)
+    add_test(NAME cli_yaml_multistream_${case}
+      COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/multistream_yaml.sh ${case}
+              $<TARGET_FILE:pixflow_cli> ${CMAKE_CURRENT_BINARY_DIR}/multistream_yaml/${case}
+              ${PROJECT_SOURCE_DIR})
+    set_tests_properties(cli_yaml_multistream_${case} PROPERTIES LABELS cpu TIMEOUT 90
+                         SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
