@@ -26,8 +26,8 @@
 # Needs bash, python3 (the driver, JSON, CPU time) and pixflow; ffmpeg only to
 # make the clip. Prints one line per N (aggregate fps, worst stream fps, worst
 # p50/p99, drops, CPU: the cores pixflow kept busy = its user+sys CPU time /
-# wall time, and the whole machine's busy share from /proc/stat, others'
-# work included; the busiest stage) and the largest N that passed, with the
+# wall time, the whole machine's busy share from /proc/stat, others' work
+# included, and pixflow's CPU time per frame; the busiest stage) and the largest N that passed, with the
 # likely bottleneck: the CPU when pixflow, or the machine, kept >= 90% of the
 # cores busy, else the busiest stage the pipeline reports.
 set -euo pipefail
@@ -172,11 +172,12 @@ def judge(n, j, wall, cpu, machine):
         why.append("%d frames dropped or lost" % drops)
     r = dict(n=n, ok=not why, agg=agg, worst_fps=worst_fps, p50=worst_p50, p99=worst_p99,
              drops=drops, cores_busy=cpu / wall if wall > 0 else 0, wall=wall, machine=machine,
+             cpu_ms=1000 * cpu / max(1, sum(x["frames"] for x in s)),
              busiest=j.get("busiest_stage") or "-", why="; ".join(why))
     results[n] = r
-    print("%5d  %-4s  %9.1f  %9.1f  %8.1f  %8.1f  %5d  %5.2f/%d  %6s  %-10s %s" % (
+    print("%5d  %-4s  %9.1f  %9.1f  %8.1f  %8.1f  %5d  %5.2f/%d  %6s  %6.1f  %-10s %s" % (
         n, "ok" if r["ok"] else "FAIL", agg, worst_fps, worst_p50, worst_p99, drops,
-        r["cores_busy"], cores, "%.0f%%" % (100 * machine) if machine >= 0 else "-",
+        r["cores_busy"], cores, "%.0f%%" % (100 * machine) if machine >= 0 else "-", r["cpu_ms"],
         r["busiest"], r["why"]), flush=True)
     return r["ok"]
 
@@ -191,9 +192,9 @@ print("pixflow %s, device %s, clip %s (%g fps), %d CPU cores for this process" %
       (pixflow, device, clip, clip_fps, cores))
 print("pass: every stream >= %.2f x the clip's fps, p99 <= %.0f ms, no drops\n" %
       (fps_tol, p99_max))
-print("%5s  %-4s  %9s  %9s  %8s  %8s  %5s  %7s  %6s  %-10s %s" % (
+print("%5s  %-4s  %9s  %9s  %8s  %8s  %5s  %7s  %6s  %6s  %-10s %s" % (
     "N", "", "agg fps", "worst fps", "p50 ms", "p99 ms", "drops", "pixflow", "machine",
-    "busiest", "why not"))
+    "ms CPU", "busiest", "why not"))
 if nlist:
     for n in [int(x) for x in nlist.split(",")]:
         trial(n)
