@@ -29,13 +29,7 @@ mkdir -p "$WORK"
 cd "$WORK" || exit 1
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
 
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-    pids=()
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$SRC/tests/live_feeders.sh" # pids + EXIT trap, fail, free_port, wait_listening
 
 case $case_name in
 synthetic)
@@ -64,7 +58,7 @@ live)
         -frames:v 40 -c:v mpeg4 .data/vtest.avi || fail "cannot make .data/vtest.avi"
     ffmpeg -hide_banner -nostdin -loglevel error -f lavfi -i testsrc2=size=160x120:rate=10 \
         -frames:v 50 -c:v mpeg4 .data/Megamind.avi || fail "cannot make .data/Megamind.avi"
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    port=$(free_port SOCK_STREAM)
     grep -q '"tcp://127.0.0.1:5000"' "$SRC/examples/multistream_live.yaml" ||
         fail "the example no longer reads tcp://127.0.0.1:5000"
     # 2 retries instead of 5: the same path in 1.5 s instead of 7.5 s.
@@ -75,10 +69,7 @@ live)
         -t 2 -c:v libx264 -preset ultrafast -tune zerolatency -g 10 -f mpegts \
         "tcp://127.0.0.1:$port?listen=1" &
     pids+=("$!")
-    for _ in $(seq 50); do
-        grep -qi "0100007F:$(printf '%04X' "$port") 00000000:0000 0A" /proc/net/tcp && break
-        sleep 0.1
-    done
+    wait_listening "$port"
     timeout 60 "$PIXFLOW" run live.yaml --json > run.json 2> run.err; rc=$?
     grep -v "items/s" run.err
     [ "$rc" = 0 ] || fail "exit status $rc"

@@ -18,6 +18,11 @@
 #   realtime --realtime: two 1 s files take at least 0.9 s
 #   live     an MPEG-TS feeder over TCP (-re) plus a file: both outputs
 #            complete, the live line in the summary
+#   late     a live input not up yet when the run starts (its feeder
+#            starts 0.8 s later) is retried like one that drops mid-run
+#            (--retries, back-off): exit 0, both outputs; with --retries 0,
+#            or a sender that never comes, exit 1 naming the URL after the
+#            attempts
 # Exit 0 pass, 1 fail (the failing check is printed), 77 skip.
 set -u
 case_name=${1:?case}
@@ -173,6 +178,40 @@ live)
     grep -q "stream 0  tcp://u:\*\*\*@127.0.0.1:$port#cam -> out/cam.y4m: $n frames.*reconnects" sum.txt ||
         fail "live stream line"
     ! grep -q ":pw@" sum.txt err.txt || fail "password shown"
+    ;;
+late)
+    gen f 96x64 10
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    t0=$(date +%s.%N)
+    timeout 60 "$PIXFLOW" segment f.y4m "tcp://127.0.0.1:$port#cam" -o 'out/{name}.y4m' \
+        --retries 3 --quiet > sum.txt 2> err.txt &
+    run=$!
+    feeders+=($run)
+    sleep 0.8
+    ffmpeg -hide_banner -nostdin -loglevel error -re -f lavfi -i testsrc=size=160x120:rate=30 \
+        -t 1 -c:v libx264 -preset ultrafast -tune zerolatency -g 15 -f mpegts \
+        "tcp://127.0.0.1:$port?listen=1" &
+    feeders+=($!)
+    wait "$run"; rc=$?
+    cat err.txt sum.txt
+    [ "$rc" = 0 ] || fail "a live input 0.8 s late: exit status $rc"
+    grep -q "tcp://127.0.0.1:$port#cam: retrying in 0.5 s (retry 1 of 3)" err.txt ||
+        fail "the retries at the start are not said"
+    [ "$(y4m_info out/f.y4m)" = "10 96x64" ] || fail "out/f.y4m: $(y4m_info out/f.y4m)"
+    n=$(y4m_info out/cam.y4m | cut -d' ' -f1)
+    [ "${n:-0}" -ge 20 ] || fail "the late stream: ${n:-0} frames"
+    # Never there: the attempts run out, exit 1 naming it; nothing written.
+    rm -rf out
+    timeout 60 "$PIXFLOW" segment f.y4m "tcp://127.0.0.1:$port#cam" -o 'out/{name}.y4m' \
+        --retries 1 --quiet > sum.txt 2> err.txt; rc=$?
+    cat err.txt
+    [ "$rc" = 1 ] || fail "a live input never up: exit status $rc"
+    [ "$(grep -c "tcp://127.0.0.1:$port#cam: cannot open" err.txt)" = 2 ] ||
+        fail "expected 2 attempts (--retries 1)"
+    [ ! -e out ] || fail "something was written"
+    timeout 60 "$PIXFLOW" segment f.y4m "tcp://127.0.0.1:$port#cam" -o 'out/{name}.y4m' \
+        --retries 0 --quiet > sum.txt 2> err.txt; rc=$?
+    [ "$rc" = 1 ] && ! grep -q "retrying" err.txt || { cat err.txt; fail "--retries 0: $rc"; }
     ;;
 *) echo "unknown case $case_name"; exit 2 ;;
 esac

@@ -44,13 +44,7 @@ command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
 FPS=10       # every stream; 6 x 10 fps is well within 2 CI cores (~200 fps there)
 STALL_S=1.5
 
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-    pids=()
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$SRC/tests/live_feeders.sh" # pids + EXIT trap, fail, free_port, wait_listening
 now() { date +%s.%N; }
 
 # pattern OFFSET: frames numbered from OFFSET as a bar code, 12 bands of
@@ -67,20 +61,6 @@ feed() {
         -tune zerolatency -g "$FPS" -pix_fmt yuv420p -f mpegts "$1" &
     feeder=$!
     pids+=("$feeder")
-}
-
-free_port() {
-    python3 -c 'import socket,sys; s=socket.socket(socket.AF_INET, getattr(socket, sys.argv[1])); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' "$1"
-}
-
-# listening PORT: a TCP socket listens on 127.0.0.1:PORT (read from /proc,
-# since a probe connection would take the feeder's only accept).
-listening() {
-    grep -qi "0100007F:$(printf '%04X' "$1") 00000000:0000 0A" /proc/net/tcp
-}
-wait_listening() {
-    for _ in $(seq 100); do listening "$1" && return 0; sleep 0.1; done
-    fail "no feeder listens on port $1"
 }
 
 names=(file0 tcp0 tcp1 udp0 udp1 file1)

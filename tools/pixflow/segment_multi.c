@@ -6,8 +6,10 @@
  * input's stem, or pf_io_url_name for a URL) or {index} (its position). */
 #define _POSIX_C_SOURCE 200809L
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "input_kind.h"
@@ -100,6 +102,28 @@ static bool check_cross_inputs(seg_job *job, const char *trace)
         }
     }
     return true;
+}
+
+/* A live input that cannot be opened yet (a camera or a sender starting
+ * with the run) is retried like one that drops mid-run: up to --retries
+ * times, 0.5 s doubling to 2 s (the reader's own back-off), each failure
+ * said; a file, or the last failure, ends the plan. The stream's size is
+ * known only once it is open, so the run cannot start without it. */
+static bool open_stream(seg_job *job, seg_job *s, const char *path)
+{
+    int64_t delay_ms = 500;
+    for (int attempt = 0;; attempt++) {
+        if (seg_open_video(s, path)) return true;
+        if (!s->live || (job->retries >= 0 && attempt >= job->retries)) return false;
+        free(s->inputs[--s->num_inputs]); /* seg_open_video adds it again */
+        char of[16] = "unlimited";
+        if (job->retries >= 0) snprintf(of, sizeof of, "%d", job->retries);
+        fprintf(stderr, "pixflow segment: %s: retrying in %.1f s (retry %d of %s)\n",
+                s->input_label, (double)delay_ms / 1000, attempt + 1, of);
+        struct timespec ts = {(time_t)(delay_ms / 1000), (long)(delay_ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+        delay_ms = delay_ms * 2 > 2000 ? 2000 : delay_ms * 2;
+    }
 }
 
 /* Outputs shared by two streams: one name for two files. */
@@ -195,7 +219,7 @@ int seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out
             seg_error(job, "%s: the output name is too long", s->input_label);
             return CLI_EXIT_FAIL;
         }
-        if (!seg_open_video(s, args[i]) ||
+        if (!open_stream(job, s, args[i]) ||
             !seg_plan_outputs(s, job->null_output ? NULL : out, mask_arg ? mask : NULL) ||
             !seg_check_outputs(s, i == 0 ? trace : NULL))
             return CLI_EXIT_FAIL;
