@@ -23,6 +23,10 @@
 #            (--retries, back-off): exit 0, both outputs; with --retries 0,
 #            or a sender that never comes, exit 1 naming the URL after the
 #            attempts
+#   parallel 8 TCP feeders (-re, 30 fps): the inputs are opened at once,
+#            not one after the other (each open waits ~0.75 s for the
+#            stream's data: 6 s in turn); `--frames 1` over all 8 takes
+#            under 4 s, every stream has its frame
 # Exit 0 pass, 1 fail (the failing check is printed), 77 skip.
 set -u
 case_name=${1:?case}
@@ -212,6 +216,37 @@ late)
     timeout 60 "$PIXFLOW" segment f.y4m "tcp://127.0.0.1:$port#cam" -o 'out/{name}.y4m' \
         --retries 0 --quiet > sum.txt 2> err.txt; rc=$?
     [ "$rc" = 1 ] && ! grep -q "retrying" err.txt || { cat err.txt; fail "--retries 0: $rc"; }
+    ;;
+parallel)
+    urls=()
+    for i in 0 1 2 3 4 5 6 7; do
+        port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+        ffmpeg -hide_banner -nostdin -loglevel quiet -re -f lavfi \
+            -i testsrc=size=160x120:rate=30 -t 20 -c:v libx264 -preset ultrafast \
+            -tune zerolatency -g 30 -f mpegts "tcp://127.0.0.1:$port?listen=1" &
+        feeders+=($!)
+        urls+=("tcp://127.0.0.1:$port")
+    done
+    for u in "${urls[@]}"; do # listening (read from /proc: a probe would take the accept)
+        for _ in $(seq 100); do
+            grep -qi "0100007F:$(printf '%04X' "${u##*:}") 00000000:0000 0A" /proc/net/tcp && break
+            sleep 0.1
+        done
+    done
+    t0=$(date +%s.%N)
+    timeout 60 "$PIXFLOW" segment "${urls[@]}" -o null --frames 1 --retries 0 --quiet --json \
+        > run.json 2> err.txt; rc=$?
+    took=$(echo "$(date +%s.%N) - $t0" | bc)
+    cat err.txt
+    echo "8 live inputs, --frames 1: $took s"
+    [ "$rc" = 0 ] || fail "exit status $rc"
+    python3 -c "import sys; sys.exit(0 if $took < 4.0 else 1)" ||
+        fail "$took s: the inputs were opened one after the other"
+    python3 - run.json <<'PY' || fail "--json"
+import json, sys
+s = json.load(open(sys.argv[1]))["streams"]
+assert len(s) == 8 and all(x["frames"] == 1 for x in s), s
+PY
     ;;
 *) echo "unknown case $case_name"; exit 2 ;;
 esac
