@@ -40,6 +40,10 @@ command -v ffmpeg >/dev/null || { echo "SKIP: no ffmpeg tool"; exit 77; }
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
 [ -f "$SRC/node_modules/@mediapipe/selfie_segmentation/selfie_segmentation.tflite" ] ||
     { echo "SKIP: no selfie model (npm)"; exit 77; }
+# Six streams in real time need ~60 model frames/s; a Debug ASan + UBSan build
+# does about 1 (the reconnect paths run under the sanitizers in
+# cli_segment_multi_{live,late} and cli_live_*).
+[ "${PF_TEST_SANITIZED:-0}" = 1 ] && { echo "SKIP: a real-time test, not for a sanitizer build"; exit 77; }
 
 FPS=10       # every stream; 6 x 10 fps is well within 2 CI cores (~200 fps there)
 STALL_S=1.5
