@@ -27,9 +27,12 @@
 # make the clip. Prints one line per N (aggregate fps, worst stream fps, worst
 # p50/p99, drops, CPU: the cores pixflow kept busy = its user+sys CPU time /
 # wall time, the whole machine's busy share from /proc/stat, others' work
-# included, and pixflow's CPU time per frame; the busiest stage) and the largest N that passed, with the
-# likely bottleneck: the CPU when pixflow, or the machine, kept >= 90% of the
-# cores busy, else the busiest stage the pipeline reports.
+# included, and pixflow's CPU time per frame; the busiest stage other than
+# the readers, from --stats: a reader's busy time includes its pacing waits)
+# and the largest N that passed, with the likely bottleneck: the CPU when
+# pixflow, or the machine, kept >= 90% of the cores busy, else that busiest
+# stage (a stage near 100% busy on its one thread limits the run whatever
+# the cores).
 set -euo pipefail
 
 usage() { sed -n '2,33p' "$0"; exit "${1:-0}"; }
@@ -111,6 +114,34 @@ def machine_busy():
     return sum(v) - idle, sum(v)
 
 
+def stage_busy(table):
+    """{stage: busy fraction} from the --stats table's stage lines."""
+    busy = {}
+    for line in table.splitlines():
+        t = line.split()
+        if len(t) > 5 and t[5].endswith("%") and t[1].isdigit():
+            try:
+                busy[t[0]] = float(t[5][:-1]) / 100
+            except ValueError:
+                pass
+    return busy
+
+
+def busiest(j):
+    """'stage NN%' of the busiest stage that is not a reader (a reader's busy
+    time includes its waits for the clip's timestamps under --realtime), and
+    the busiest reader's."""
+    b = j.get("stage_busy") or {}
+    work = {k: v for k, v in b.items() if not k.startswith("read")}
+    reads = {k: v for k, v in b.items() if k.startswith("read")}
+    def fmt(d):
+        if not d:
+            return "-"
+        k, v = max(d.items(), key=lambda kv: kv[1])
+        return "%s %.0f%%" % (k, 100 * v)
+    return fmt(work), fmt(reads)
+
+
 def run(n):
     d = os.path.join(work, "n%d" % n)
     os.makedirs(d, exist_ok=True)
@@ -121,8 +152,8 @@ def run(n):
         if not os.path.exists(p):
             os.symlink(os.path.abspath(clip), p)
         inputs.append(p)
-    cmd = [pixflow, "segment", *inputs, "-o", "null", "--realtime", "--json", "--quiet",
-           "--device", device, *extra]
+    cmd = [pixflow, "segment", *inputs, "-o", "null", "--realtime", "--json", "--stats",
+           "--quiet", "--device", device, *extra]
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     m0 = machine_busy()
     t0 = time.monotonic()
@@ -136,8 +167,12 @@ def run(n):
         os.makedirs(keep, exist_ok=True)
         with open(os.path.join(keep, "n%03d.json" % n), "w") as f:
             f.write(p.stdout)
+    # --stats prints the stage table, then --json its object.
+    at = p.stdout.find("\n{\n")
+    stats, doc = (p.stdout[:at], p.stdout[at + 1:]) if at >= 0 else ("", p.stdout)
     try:
-        j = json.loads(p.stdout)
+        j = json.loads(doc)
+        j["stage_busy"] = stage_busy(stats)
     except ValueError:
         sys.exit("N=%d: pixflow exited %d without a JSON summary:\n%s" %
                  (n, p.returncode, p.stderr[-2000:]))
@@ -173,9 +208,9 @@ def judge(n, j, wall, cpu, machine):
     r = dict(n=n, ok=not why, agg=agg, worst_fps=worst_fps, p50=worst_p50, p99=worst_p99,
              drops=drops, cores_busy=cpu / wall if wall > 0 else 0, wall=wall, machine=machine,
              cpu_ms=1000 * cpu / max(1, sum(x["frames"] for x in s)),
-             busiest=j.get("busiest_stage") or "-", why="; ".join(why))
+             busiest=busiest(j)[0], busiest_read=busiest(j)[1], why="; ".join(why))
     results[n] = r
-    print("%5d  %-4s  %9.1f  %9.1f  %8.1f  %8.1f  %5d  %5.2f/%d  %6s  %6.1f  %-10s %s" % (
+    print("%5d  %-4s  %9.1f  %9.1f  %8.1f  %8.1f  %5d  %5.2f/%d  %6s  %6.1f  %-15s %s" % (
         n, "ok" if r["ok"] else "FAIL", agg, worst_fps, worst_p50, worst_p99, drops,
         r["cores_busy"], cores, "%.0f%%" % (100 * machine) if machine >= 0 else "-", r["cpu_ms"],
         r["busiest"], r["why"]), flush=True)
@@ -192,7 +227,7 @@ print("pixflow %s, device %s, clip %s (%g fps), %d CPU cores for this process" %
       (pixflow, device, clip, clip_fps, cores))
 print("pass: every stream >= %.2f x the clip's fps, p99 <= %.0f ms, no drops\n" %
       (fps_tol, p99_max))
-print("%5s  %-4s  %9s  %9s  %8s  %8s  %5s  %7s  %6s  %6s  %-10s %s" % (
+print("%5s  %-4s  %9s  %9s  %8s  %8s  %5s  %7s  %6s  %6s  %-15s %s" % (
     "N", "", "agg fps", "worst fps", "p50 ms", "p99 ms", "drops", "pixflow", "machine",
     "ms CPU", "busiest", "why not"))
 if nlist:
@@ -229,16 +264,17 @@ else:
 fail = results.get(good + 1) or (results.get(hi) if hi else None)
 if fail:
     own = fail["cores_busy"] / cores
-    print("at N=%d: %s; pixflow kept %.2f of %d cores busy, the machine %s, busiest stage %s"
+    print("at N=%d: %s; pixflow kept %.2f of %d cores busy, the machine %s; busiest stage "
+          "%s, busiest reader %s (decode and pacing waits)"
           % (fail["n"], fail["why"], fail["cores_busy"], cores,
              "%.0f%%" % (100 * fail["machine"]) if fail["machine"] >= 0 else "(unknown)",
-             fail["busiest"]))
+             fail["busiest"], fail["busiest_read"]))
     print("bottleneck: " + (
         "the CPU (pixflow used %.0f%% of its cores)" % (100 * own) if own >= 0.9 else
         "the CPU, shared: the machine was %.0f%% busy, pixflow %.0f%% of it"
         % (100 * fail["machine"], 100 * fail["cores_busy"] / cores / fail["machine"])
         if fail["machine"] >= 0.9 else
-        "stage '%s' (the CPU was not saturated)" % fail["busiest"]))
+        "stage %s (the CPU was not saturated)" % fail["busiest"]))
 elif hi is None:
     print("(every N up to --max %d passed)" % nmax)
 PY
