@@ -11,13 +11,14 @@
 #   bench/bench_live_streams.sh [options] [CLIP]
 #     CLIP             a video (e.g. 1080p30 H.264 MP4); made when missing with
 #                      ffmpeg from .data/vtest.avi (--make), else required
-#     --pixflow PATH   the binary (default: $PIXFLOW, build-cpu/pixflow, build/pixflow,
-#                      or pixflow on PATH)
+#     --pixflow PATH   the binary (default: $PIXFLOW, else pixflow in build-cpu/, build/,
+#                      build-cuda/ (build/ first for --device cuda*), else on PATH)
 #     --device SPEC    cpu, cuda, cuda:N (default cpu)
 #     --start N        first N (default 1)     --max N      largest N tried (default 256)
 #     --fps-tol X      default 0.97            --p99-ms MS  default 100
 #     --make WxH@FPS   the clip made when CLIP is missing (default 1280x720@30, 10 s)
-#     --seconds S      its length (default 10)
+#     --seconds S      its length (default 10); with a CLIP given: use its first S
+#                      seconds only (pixflow --frames S x the clip's fps)
 #     --clip-fps R     the clip's frame rate (default: --make's, i.e. 30)
 #     --list N,N,...   run these N only (no search)
 #     --keep DIR       keep each run's --json as DIR/nNNN.json
@@ -35,10 +36,10 @@
 # the cores).
 set -euo pipefail
 
-usage() { sed -n '2,33p' "$0"; exit "${1:-0}"; }
+usage() { sed -n '2,34p' "$0"; exit "${1:-0}"; }
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PIXFLOW_BIN=${PIXFLOW:-}
-DEVICE=cpu START=1 MAX=256 FPS_TOL=0.97 P99_MS=100 MAKE=1280x720@30 SECONDS_=10 KEEP= CLIP_FPS= LIST=
+DEVICE=cpu START=1 MAX=256 FPS_TOL=0.97 P99_MS=100 MAKE=1280x720@30 SECONDS_=10 KEEP= CLIP_FPS= LIST= CUT=0
 CLIP=
 EXTRA=()
 while [ $# -gt 0 ]; do
@@ -51,7 +52,7 @@ while [ $# -gt 0 ]; do
     --fps-tol) FPS_TOL=$2; shift 2 ;;
     --p99-ms) P99_MS=$2; shift 2 ;;
     --make) MAKE=$2; shift 2 ;;
-    --seconds) SECONDS_=$2; shift 2 ;;
+    --seconds) SECONDS_=$2; CUT=1; shift 2 ;;
     --keep) KEEP=$2; shift 2 ;;
     --clip-fps) CLIP_FPS=$2; shift 2 ;;
     --list) LIST=$2; shift 2 ;;
@@ -61,7 +62,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ -z "$PIXFLOW_BIN" ]; then
-  for c in "$ROOT/build-cpu/pixflow" "$ROOT/build/pixflow" "$(command -v pixflow || true)"; do
+  dirs=(build-cpu build build-cuda)
+  [[ $DEVICE == cuda* ]] && dirs=(build build-cuda build-cpu)
+  for c in "${dirs[@]/#/$ROOT/}" "$(command -v pixflow || true)"; do
+    [[ $c == "$ROOT"/* ]] && c=$c/pixflow
     [ -n "$c" ] && [ -x "$c" ] && { PIXFLOW_BIN=$c; break; }
   done
 fi
@@ -71,6 +75,10 @@ export PIXFLOW_MODELS=${PIXFLOW_MODELS:-$ROOT}
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench_live_streams.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
+if [ -n "$CLIP" ] && [ "$CUT" = 1 ]; then
+  # A long clip (e.g. .data/bench/segment_1080p.mp4, 100 s): its first seconds.
+  EXTRA=(--frames "$(python3 -c "print(round($SECONDS_ * ${CLIP_FPS:-${MAKE##*@}}))")" "${EXTRA[@]}")
+fi
 if [ -z "$CLIP" ]; then
   command -v ffmpeg > /dev/null ||
     { echo "bench_live_streams: give a CLIP (no ffmpeg here to make one)" >&2; exit 2; }
