@@ -42,13 +42,7 @@ command -v ffmpeg >/dev/null || { echo "SKIP: no ffmpeg tool"; exit 77; }
 [ -f "$SRC/node_modules/@mediapipe/selfie_segmentation/selfie_segmentation.tflite" ] ||
     { echo "SKIP: no selfie model (npm)"; exit 77; }
 
-feeders=()
-cleanup() {
-    for p in "${feeders[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-    feeders=()
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$SRC/tests/live_feeders.sh" # pids + EXIT trap, fail, free_port, wait_listening
 
 # gen NAME WxH FRAMES: a Y4M test pattern.
 gen() {
@@ -167,11 +161,11 @@ PY
     ;;
 live)
     gen f 96x64 10
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    port=$(free_port SOCK_STREAM)
     ffmpeg -hide_banner -nostdin -loglevel error -re -f lavfi -i testsrc=size=160x120:rate=30 \
         -t 1.5 -c:v libx264 -preset ultrafast -tune zerolatency -g 15 -f mpegts \
         "tcp://127.0.0.1:$port?listen=1" &
-    feeders+=($!)
+    pids+=($!)
     sleep 0.4
     timeout 60 "$PIXFLOW" segment "tcp://u:pw@127.0.0.1:$port#cam" f.y4m -o 'out/{name}.y4m' \
         --quiet > sum.txt 2> err.txt; rc=$?
@@ -186,17 +180,17 @@ live)
     ;;
 late)
     gen f 96x64 10
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    port=$(free_port SOCK_STREAM)
     t0=$(date +%s.%N)
     timeout 60 "$PIXFLOW" segment f.y4m "tcp://127.0.0.1:$port#cam" -o 'out/{name}.y4m' \
         --retries 3 --quiet > sum.txt 2> err.txt &
     run=$!
-    feeders+=($run)
+    pids+=($run)
     sleep 0.8
     ffmpeg -hide_banner -nostdin -loglevel error -re -f lavfi -i testsrc=size=160x120:rate=30 \
         -t 1 -c:v libx264 -preset ultrafast -tune zerolatency -g 15 -f mpegts \
         "tcp://127.0.0.1:$port?listen=1" &
-    feeders+=($!)
+    pids+=($!)
     wait "$run"; rc=$?
     cat err.txt sum.txt
     [ "$rc" = 0 ] || fail "a live input 0.8 s late: exit status $rc"
@@ -221,19 +215,14 @@ late)
 parallel)
     urls=()
     for i in 0 1 2 3 4 5 6 7; do
-        port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+        port=$(free_port SOCK_STREAM)
         ffmpeg -hide_banner -nostdin -loglevel quiet -re -f lavfi \
             -i testsrc=size=160x120:rate=30 -t 20 -c:v libx264 -preset ultrafast \
             -tune zerolatency -g 30 -f mpegts "tcp://127.0.0.1:$port?listen=1" &
-        feeders+=($!)
+        pids+=($!)
         urls+=("tcp://127.0.0.1:$port")
     done
-    for u in "${urls[@]}"; do # listening (read from /proc: a probe would take the accept)
-        for _ in $(seq 100); do
-            grep -qi "0100007F:$(printf '%04X' "${u##*:}") 00000000:0000 0A" /proc/net/tcp && break
-            sleep 0.1
-        done
-    done
+    for u in "${urls[@]}"; do wait_listening "${u##*:}"; done
     t0=$(date +%s.%N)
     timeout 60 "$PIXFLOW" segment "${urls[@]}" -o null --frames 1 --retries 0 --quiet --json \
         > run.json 2> err.txt; rc=$?
