@@ -99,7 +99,7 @@ for _ in $(seq 200); do
 done
 [ "$n" = 6 ] || { cat run.err; fail "only $n of 6 outputs opened after 20 s"; }
 t_start=$(now)
-echo "pipeline running $(echo "$t_start - $t_launch" | bc) s after launch"
+echo "pipeline running $(python3 -c "print(round($t_start - $t_launch, 2))") s after launch"
 
 # Sampler: every 0.2 s the time and the size of each output so far.
 tmps=()
@@ -134,7 +134,7 @@ wait "$run"; rc=$?
 t_end=$(now)
 cleanup
 cat run.err
-echo "SIGINT -> exit $rc in $(echo "$t_end - $t_int" | bc) s"
+echo "SIGINT -> exit $rc in $(python3 -c "print(round($t_end - $t_int, 2))") s"
 [ "$rc" = 130 ] || fail "exit status $rc, expected 130 (interrupted)"
 
 python3 - run.json samples.txt "$FPS" "$STALL_S" "$t_start" "$t_kill" "$t_resume" "$t_int" \
