@@ -223,28 +223,6 @@ segment)
     frames=$(grep -o '"frames": *[0-9]*' seg.json | grep -o '[0-9]*$')
     [ "${frames:-0}" -ge 30 ] || fail "only ${frames:-0} frames"
     ;;
-segment_open_later)
-    # Several inputs, one a camera that is down when the run starts: the run
-    # starts, the file is segmented, and the camera's stream joins when its
-    # feeder comes up 1.5 s later (the reader's open_later).
-    [ -f "$SRC/node_modules/@mediapipe/selfie_segmentation/selfie_segmentation.tflite" ] ||
-        { echo "SKIP: no selfie model (npm)"; exit 77; }
-    ffmpeg -hide_banner -nostdin -loglevel error -f lavfi -i testsrc=size=160x120:rate=30 \
-        -frames:v 30 -pix_fmt yuv420p -f yuv4mpegpipe file.y4m || fail "ffmpeg"
-    port=$(free_port SOCK_STREAM)
-    PIXFLOW_MODELS=$SRC timeout 60 "$PIXFLOW" segment file.y4m "tcp://127.0.0.1:$port" \
-        -o 'o_{index}.y4m' --retries 6 --json > seg.json 2> seg.err &
-    run=$!
-    sleep 1.5
-    feed "tcp://127.0.0.1:$port?listen=1" 1.5
-    wait "$run"; rc=$?
-    cat seg.err seg.json
-    [ "$rc" = 0 ] || fail "exit status $rc"
-    grep -q "opening it in the background" seg.err || fail "the camera was not down at the start"
-    f0=$(frames_of o_0.y4m); f1=$(frames_of o_1.y4m)
-    [ "$f0" = 30 ] || fail "the file's stream has $f0 frames, not 30"
-    [ "$f1" -ge 30 ] || fail "the late camera's stream has only $f1 frames"
-    ;;
 *) echo "unknown case $case_name"; exit 2 ;;
 esac
 echo PASS

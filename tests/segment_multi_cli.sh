@@ -18,6 +18,17 @@
 #   realtime --realtime: two 1 s files take at least 0.9 s
 #   live     an MPEG-TS feeder over TCP (-re) plus a file: both outputs
 #            complete, the live line in the summary
+#   late     a live input not up yet when the run starts (its feeder
+#            starts 0.8 s later) is opened in the background while the
+#            other stream runs (--retries, back-off): exit 0, both outputs;
+#            a sender that never comes: the file's output whole, the
+#            camera's stream FAILED in the summary, exit 1; --retries 0:
+#            exit 1 at once
+#   parallel 8 TCP feeders (-re, 30 fps): the inputs are opened at once,
+#            not one after the other (each open waits ~0.75 s for the
+#            stream's data: 6 s in turn); `--frames 1` over all 8 takes
+#            under 4 s (not checked under sanitizers), every stream has
+#            its frame
 # Exit 0 pass, 1 fail (the failing check is printed), 77 skip.
 set -u
 case_name=${1:?case}
@@ -32,13 +43,7 @@ command -v ffmpeg >/dev/null || { echo "SKIP: no ffmpeg tool"; exit 77; }
 [ -f "$SRC/node_modules/@mediapipe/selfie_segmentation/selfie_segmentation.tflite" ] ||
     { echo "SKIP: no selfie model (npm)"; exit 77; }
 
-feeders=()
-cleanup() {
-    for p in "${feeders[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-    feeders=()
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$SRC/tests/live_feeders.sh" # pids + EXIT trap, fail, free_port, wait_listening
 
 # gen NAME WxH FRAMES: a Y4M test pattern.
 gen() {
@@ -157,11 +162,11 @@ PY
     ;;
 live)
     gen f 96x64 10
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    port=$(free_port SOCK_STREAM)
     ffmpeg -hide_banner -nostdin -loglevel error -re -f lavfi -i testsrc=size=160x120:rate=30 \
         -t 1.5 -c:v libx264 -preset ultrafast -tune zerolatency -g 15 -f mpegts \
         "tcp://127.0.0.1:$port?listen=1" &
-    feeders+=($!)
+    pids+=($!)
     sleep 0.4
     timeout 60 "$PIXFLOW" segment "tcp://u:pw@127.0.0.1:$port#cam" f.y4m -o 'out/{name}.y4m' \
         --quiet > sum.txt 2> err.txt; rc=$?
@@ -173,6 +178,72 @@ live)
     grep -q "stream 0  tcp://u:\*\*\*@127.0.0.1:$port#cam -> out/cam.y4m: $n frames.*reconnects" sum.txt ||
         fail "live stream line"
     ! grep -q ":pw@" sum.txt err.txt || fail "password shown"
+    ;;
+late)
+    gen f 96x64 10
+    port=$(free_port SOCK_STREAM)
+    t0=$(date +%s.%N)
+    timeout 60 "$PIXFLOW" segment f.y4m "tcp://127.0.0.1:$port#cam" -o 'out/{name}.y4m' \
+        --retries 3 --quiet > sum.txt 2> err.txt &
+    run=$!
+    pids+=($run)
+    sleep 0.8
+    ffmpeg -hide_banner -nostdin -loglevel error -re -f lavfi -i testsrc=size=160x120:rate=30 \
+        -t 1 -c:v libx264 -preset ultrafast -tune zerolatency -g 15 -f mpegts \
+        "tcp://127.0.0.1:$port?listen=1" &
+    pids+=($!)
+    wait "$run"; rc=$?
+    cat err.txt sum.txt
+    [ "$rc" = 0 ] || fail "a live input 0.8 s late: exit status $rc"
+    grep -q "tcp://127.0.0.1:$port#cam: cannot open.*opening it in the background (retries 3" \
+        err.txt || fail "the late start is not said"
+    [ "$(y4m_info out/f.y4m)" = "10 96x64" ] || fail "out/f.y4m: $(y4m_info out/f.y4m)"
+    n=$(y4m_info out/cam.y4m | cut -d' ' -f1)
+    [ "${n:-0}" -ge 20 ] || fail "the late stream: ${n:-0} frames"
+    # Never there: the attempts run out; the file's stream is whole, the
+    # camera's fails, the summary names it and the exit status is 1.
+    rm -rf out
+    timeout 60 "$PIXFLOW" segment f.y4m "tcp://127.0.0.1:$port#cam" -o 'out/{name}.y4m' \
+        --retries 1 > sum.txt 2> err.txt; rc=$?
+    cat err.txt sum.txt
+    [ "$rc" = 1 ] || fail "a live input never up: exit status $rc"
+    grep -q "(open attempt 1)" err.txt || fail "the attempt is not said"
+    ! grep -q "(open attempt 2)" err.txt || fail "more than 1 attempt (--retries 1)"
+    [ "$(y4m_info out/f.y4m)" = "10 96x64" ] || fail "out/f.y4m: $(y4m_info out/f.y4m)"
+    [ ! -e out/cam.y4m ] || fail "out/cam.y4m was written"
+    grep -q "FAILED: tcp://127.0.0.1:$port#cam: cannot open" sum.txt ||
+        fail "the summary does not name the failed stream"
+    timeout 60 "$PIXFLOW" segment f.y4m "tcp://127.0.0.1:$port#cam" -o 'out/{name}.y4m' \
+        --retries 0 --quiet > sum.txt 2> err.txt; rc=$?
+    [ "$rc" = 1 ] && ! grep -q "retrying" err.txt || { cat err.txt; fail "--retries 0: $rc"; }
+    ;;
+parallel)
+    urls=()
+    for i in 0 1 2 3 4 5 6 7; do
+        port=$(free_port SOCK_STREAM)
+        ffmpeg -hide_banner -nostdin -loglevel quiet -re -f lavfi \
+            -i testsrc=size=160x120:rate=30 -t 20 -c:v libx264 -preset ultrafast \
+            -tune zerolatency -g 30 -f mpegts "tcp://127.0.0.1:$port?listen=1" &
+        pids+=($!)
+        urls+=("tcp://127.0.0.1:$port")
+    done
+    for u in "${urls[@]}"; do wait_listening "${u##*:}"; done
+    t0=$(date +%s.%N)
+    timeout 60 "$PIXFLOW" segment "${urls[@]}" -o null --frames 1 --retries 0 --quiet --json \
+        > run.json 2> err.txt; rc=$?
+    took=$(python3 -c "print(round($(date +%s.%N) - $t0, 2))")
+    cat err.txt
+    echo "8 live inputs, --frames 1: $took s"
+    [ "$rc" = 0 ] || fail "exit status $rc"
+    # (Not in a sanitizer build: there the model's one batch alone takes seconds.)
+    [ "${PF_TEST_SANITIZED:-0}" = 1 ] ||
+        python3 -c "import sys; sys.exit(0 if $took < 4.0 else 1)" ||
+        fail "$took s: the inputs were opened one after the other"
+    python3 - run.json <<'PY' || fail "--json"
+import json, sys
+s = json.load(open(sys.argv[1]))["streams"]
+assert len(s) == 8 and all(x["frames"] == 1 for x in s), s
+PY
     ;;
 *) echo "unknown case $case_name"; exit 2 ;;
 esac

@@ -17,6 +17,7 @@
  * ends the stream with an error. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,13 +206,14 @@ static void av_log_to_pf(void *avcl, int level, const char *fmt, va_list vl)
     pf_log(PF_LOG_DEBUG, "ffmpeg: %s", line);
 }
 
+static void set_log_callback(void) { av_log_set_callback(av_log_to_pf); }
+
 void pf_ff_init_log(void)
 {
-    static int done;
-    if (!done) {
-        done = 1;
-        av_log_set_callback(av_log_to_pf);
-    }
+    /* Once, and safe from readers opening on several threads at once
+     * (`pixflow segment` opens its streams in parallel). */
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, set_log_callback);
 }
 
 static void copy_name(char *dst, size_t size, const char *src)

@@ -484,7 +484,9 @@ typedef struct summary {
     struct seg_stream_sum {    /* several inputs: one per stream */
         long long frames, dropped, reconnects;
         double fps, p50_ms, p99_ms, gap_s;
+        const char *error;     /* its input failed and it left: why; else NULL */
     } *streams;
+    int streams_failed;
 } summary;
 
 
@@ -496,6 +498,10 @@ static void gather(seg_job *job, pf_pipeline *p, double elapsed_s, summary *s)
     for (int i = 0; s->streams && i < job->num_streams; i++) {
         seg_job *sj = &job->streams[i];
         s->streams[i].frames = atomic_load(&sj->frames_done);
+        if (sj->stream_error[0]) {
+            s->streams[i].error = sj->stream_error;
+            s->streams_failed++;
+        }
         pf_video_reader_stats rs;
         if (sj->reader && pf_video_reader_get_stats(sj->reader, &rs) == PF_OK) {
             s->corrupt += (long long)rs.corrupt_packets;
@@ -563,6 +569,7 @@ static void print_text(FILE *f, const seg_job *job, const seg_run *r, const summ
         if (sj->live)
             fprintf(f, ", %lld reconnects, gap %.2f s", s->streams[i].reconnects,
                     s->streams[i].gap_s);
+        if (s->streams[i].error) fprintf(f, ", FAILED: %s", s->streams[i].error);
         fprintf(f, "\n");
     }
 }
@@ -609,6 +616,7 @@ static void print_json(FILE *f, const seg_job *job, const seg_run *r, const summ
             cli_json_bool(&j, "live", sj->live);
             cli_json_int(&j, "reconnects", s->streams[i].reconnects);
             cli_json_double(&j, "gap_s", s->streams[i].gap_s);
+            cli_json_string(&j, "error", s->streams[i].error);
             cli_json_object_end(&j);
         }
         cli_json_array_end(&j);
@@ -675,7 +683,9 @@ static int run_job(seg_job *job, seg_run *r, bool json, bool stats)
     if (r->trace && !failed && !json && !job->quiet)
         fprintf(stderr, "pixflow segment: trace written to %s\n", r->trace);
     if (interrupted) return SEG_EXIT_INTERRUPTED;
-    return failed || s.failed > 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+    /* A stream whose input failed left the run while the others went on:
+     * their outputs are complete, and the exit status says one is not. */
+    return failed || s.failed > 0 || s.streams_failed > 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
 int cmd_segment(int argc, char **argv)

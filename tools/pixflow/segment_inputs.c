@@ -27,6 +27,8 @@
 
 void seg_error(seg_job *job, const char *fmt, ...)
 {
+    /* One line, whole, though several streams open (and fail) at once. */
+    flockfile(stderr);
     if (job && atomic_exchange(&job->progress_shown, 0)) fprintf(stderr, "\r\033[K");
     va_list ap;
     va_start(ap, fmt);
@@ -34,6 +36,7 @@ void seg_error(seg_job *job, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
     va_end(ap);
+    funlockfile(stderr);
 }
 
 static bool is_file(const char *path)

@@ -77,6 +77,8 @@ struct seg_job {
     char stage_suffix[16];      /* "" or "_N": stage names unique per stream */
     int reader_pool;            /* frames in the reader's pool; 0 = one input's default */
     int hw_share;               /* inputs sharing the GPU's decoders (reader hw_share) */
+    char stream_error[512];     /* one of several streams: why its input failed (it left
+                                   the run; written by its reader stage, read after) */
     bool live;                  /* a live input: its errors end its stream only */
     bool realtime;              /* --realtime: files read at their native rate */
     int retries;                /* --retries: live input of several, reopened up to

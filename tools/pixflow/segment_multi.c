@@ -6,6 +6,8 @@
  * input's stem, or pf_io_url_name for a URL) or {index} (its position). */
 #define _POSIX_C_SOURCE 200809L
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,6 +104,67 @@ static bool check_cross_inputs(seg_job *job, const char *trace)
     return true;
 }
 
+/* Opens one stream's input. A live input that is down (a camera or a
+ * sender starting with the run) does not hold the run: its reader is made
+ * with open_later and opens it in the background with the reconnect
+ * back-off (--retries), while the other streams run. */
+static bool open_stream(const seg_job *job, seg_job *s, const char *path, atomic_bool *stop)
+{
+    (void)job;
+    return !atomic_load(stop) && seg_open_video(s, path);
+}
+
+typedef struct open_task {
+    const seg_job *job;
+    seg_job *s;
+    const char *path;
+    atomic_bool *stop;        /* set by the first stream that fails */
+    bool ok;
+} open_task;
+
+static void *open_thread(void *arg)
+{
+    open_task *t = arg;
+    t->ok = open_stream(t->job, t->s, t->path, t->stop);
+    if (!t->ok) atomic_store(t->stop, true);
+    return NULL;
+}
+
+/* Opens every stream's input at once: a live input's open waits for the
+ * stream (connect, up to 1 s of probing, a UDP sender's first packets), so
+ * one after the other 150 cameras would take minutes while the first ones'
+ * frames pile up unread. The first input opens on this thread, before the
+ * others start: one that fails ends the plan without touching the rest. */
+static bool open_all(seg_job *job, const char *const *args, int n)
+{
+    atomic_bool stop = false;
+    open_task *t = calloc((size_t)n, sizeof *t);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    bool *started = calloc((size_t)n, sizeof *started);
+    if (!t || !th || !started) {
+        free(t);
+        free(th);
+        free(started);
+        seg_error(job, "out of memory");
+        return false;
+    }
+    for (int i = 0; i < n; i++)
+        t[i] = (open_task){.job = job, .s = &job->streams[i], .path = args[i], .stop = &stop};
+    open_thread(&t[0]);
+    for (int i = 1; i < n && t[0].ok; i++)
+        started[i] = pthread_create(&th[i], NULL, open_thread, &t[i]) == 0;
+    bool ok = t[0].ok;
+    for (int i = 1; i < n && t[0].ok; i++) {
+        if (started[i]) pthread_join(th[i], NULL);
+        else open_thread(&t[i]); /* no thread: here, in turn */
+        ok &= t[i].ok;
+    }
+    free(t);
+    free(th);
+    free(started);
+    return ok;
+}
+
 /* Outputs shared by two streams: one name for two files. */
 static bool check_shared(seg_job *job)
 {
@@ -155,6 +218,14 @@ int seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out
         seg_error(job, "out of memory");
         return CLI_EXIT_FAIL;
     }
+    /* Each stream's output names, expanded before anything is opened. */
+    struct names {
+        char out[SEG_PATH_MAX], mask[SEG_PATH_MAX];
+    } *outs = calloc((size_t)n, sizeof *outs);
+    if (!outs) {
+        seg_error(job, "out of memory");
+        return CLI_EXIT_FAIL;
+    }
     job->kind = SEG_VIDEO;
     job->input_label = "streams";
     for (int i = 0; i < n; i++) {
@@ -188,18 +259,24 @@ int seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out
         s->reader_pool = 256 / n + 24 > 160 ? 160 : 256 / n + 24;
         s->hw_share = n; /* NVDEC engines spread over the streams */
         s->input_label = pf_io_redact(args[i], s->input_shown, sizeof s->input_shown);
-        char out[SEG_PATH_MAX], mask[SEG_PATH_MAX];
         if ((!job->null_output &&
-             !seg_expand_pattern(out_arg, args[i], i, out, sizeof out)) ||
-            (mask_arg && !seg_expand_pattern(mask_arg, args[i], i, mask, sizeof mask))) {
+             !seg_expand_pattern(out_arg, args[i], i, outs[i].out, sizeof outs[i].out)) ||
+            (mask_arg &&
+             !seg_expand_pattern(mask_arg, args[i], i, outs[i].mask, sizeof outs[i].mask))) {
             seg_error(job, "%s: the output name is too long", s->input_label);
+            free(outs);
             return CLI_EXIT_FAIL;
         }
-        if (!seg_open_video(s, args[i]) ||
-            !seg_plan_outputs(s, job->null_output ? NULL : out, mask_arg ? mask : NULL) ||
-            !seg_check_outputs(s, i == 0 ? trace : NULL))
-            return CLI_EXIT_FAIL;
     }
+    bool ok = open_all(job, args, n);
+    for (int i = 0; i < n && ok; i++) {
+        seg_job *s = &job->streams[i];
+        ok = seg_plan_outputs(s, job->null_output ? NULL : outs[i].out,
+                              mask_arg ? outs[i].mask : NULL) &&
+             seg_check_outputs(s, i == 0 ? trace : NULL);
+    }
+    free(outs);
+    if (!ok) return CLI_EXIT_FAIL;
     if (!check_cross_inputs(job, trace) || !check_shared(job)) return CLI_EXIT_FAIL;
     /* A pattern may name a directory per stream: made once all is checked. */
     for (int i = 0; i < n && !job->null_output; i++) {

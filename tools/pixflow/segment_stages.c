@@ -111,8 +111,11 @@ static pf_status source_fn(void *user, pf_stage_ctx *ctx, pf_item *out)
         out->t_source_ns = pf_time_ns();
     }
     if (job->kind == SEG_VIDEO) {
-        /* A broken stream stops the run; the reader's message names the file. */
+        /* A broken stream stops the run (one of several: leaves it); the
+         * reader's message names the file. */
         pf_status st = read_trimmed(s, job, &out->frame);
+        if (st < 0 && job->stage_suffix[0])
+            snprintf(job->stream_error, sizeof job->stream_error, "%s", pf_last_error());
         if (st != PF_OK && job->gate) gate_leave(job, 1);
         return st;
     }
