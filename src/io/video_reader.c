@@ -416,15 +416,28 @@ static pf_status start_nvdec(pf_video_reader *r, pf_es_codec codec, pf_rational 
     return st;
 }
 
-/* Size, colour and names of an NVDEC input from its first sequence header. */
-static void nvdec_info(pf_video_reader *r, const pf_nvdec_info *ni, const char *how)
+/* Size, colour and names of an NVDEC input from its first sequence header
+ * (`decoders`: 1, or that many by GOP). */
+static void nvdec_info(pf_video_reader *r, const pf_nvdec_info *ni, int decoders)
 {
     r->info.width = ni->width;
     r->info.height = ni->height;
     r->info.hw_decode = true;
     r->stored = PF_PIXFMT_NV12;
+    char how[32] = "nvdec";
+    if (decoders > 1) snprintf(how, sizeof how, "nvdec x%d by GOP", decoders);
     snprintf(r->info.decoder, sizeof r->info.decoder, "%s (%s, %s)",
              pf_es_codec_name(ni->codec), how, pf_device_spec(r->device));
+}
+
+/* Forgets the first decoder and demuxer of a container input (they told
+ * the stream's facts) before it is opened again another way. */
+static void drop_probe(pf_video_reader *r)
+{
+    pf_nvdec_destroy(&r->nv);
+    pf_ffdec_close(&r->ff);
+    memset(&r->stats, 0, sizeof r->stats);
+    memset(&r->au_stats, 0, sizeof r->au_stats);
 }
 
 /* Opens the elementary stream and its NVDEC decoder(s). */
@@ -457,9 +470,7 @@ static pf_status open_nvdec(pf_video_reader *r, const pf_video_reader_params *p)
     r->info.color = ni.color;
     snprintf(r->info.codec, sizeof r->info.codec, "%s", pf_es_codec_name(np.codec));
     snprintf(r->info.container, sizeof r->info.container, "%s", pf_es_codec_name(np.codec));
-    char how[32] = "nvdec";
-    if (k > 1) snprintf(how, sizeof how, "nvdec x%d by GOP", k);
-    nvdec_info(r, &ni, how);
+    nvdec_info(r, &ni, k);
     return PF_OK;
 }
 
@@ -481,10 +492,7 @@ static pf_status open_ffnv(pf_video_reader *r, const pf_video_reader_params *p)
     if (st == PF_ERR_UNSUPPORTED && !in) {
         PF_LOGI("%s: NVDEC cannot decode it (%s): decoding on the CPU", r->name, pf_last_error());
         pf_clear_error();
-        pf_nvdec_destroy(&r->nv);
-        pf_ffdec_close(&r->ff);
-        memset(&r->stats, 0, sizeof r->stats);
-        memset(&r->au_stats, 0, sizeof r->au_stats);
+        drop_probe(r);
         return pf_ffdec_open(p, r->name, NULL, &r->ff, &r->info);
     }
     if (st != PF_OK) return st;
@@ -493,10 +501,7 @@ static pf_status open_ffnv(pf_video_reader *r, const pf_video_reader_params *p)
     if (k > 1) {
         /* The first decoder told the size and the engines; the GOP decoders
          * demux the file again from its start, each on its own. */
-        pf_nvdec_destroy(&r->nv);
-        pf_ffdec_close(&r->ff);
-        memset(&r->stats, 0, sizeof r->stats);
-        memset(&r->au_stats, 0, sizeof r->au_stats);
+        drop_probe(r);
         np.pool_timeout_us = -1;
         if (r->info.fps.num > 0 && r->info.fps.den > 0) np.fps = r->info.fps;
         if ((st = pf_nvdec_gop_open(p->path, true, &np, k, &r->gop)) != PF_OK) return st;
@@ -505,9 +510,7 @@ static pf_status open_ffnv(pf_video_reader *r, const pf_video_reader_params *p)
         r->gop_pts = r->info.fps.num > 0 && r->info.fps.den > 0 && tb.num > 0 && tb.den > 0;
         r->gop_pts0 = r->gop_pts ? llround(r->info.start_time_s * tb.den / tb.num) : 0;
     }
-    char how[32] = "nvdec";
-    if (k > 1) snprintf(how, sizeof how, "nvdec x%d by GOP", k);
-    nvdec_info(r, &ni, how);
+    nvdec_info(r, &ni, k);
     return PF_OK;
 }
 
