@@ -480,11 +480,10 @@ pf_status pf_tracer_create(const pf_tracer_params *p, pf_tracer **out)
      * (not probed for a path written in place: opening a FIFO would block). */
     if (!pf_trace_writes_in_place(t->path)) {
         pf_output *probe = NULL;
-        if (pf_output_open(t->path, 0, &probe) != PF_OK) {
-            char msg[1024]; /* pf_set_error formats into the error buffer: copy it */
-            snprintf(msg, sizeof msg, "%s", pf_last_error());
+        pf_status st = pf_output_open(t->path, 0, &probe);
+        if (st != PF_OK) {
             tracer_free(t);
-            return pf_set_error(PF_ERR_IO, "pf_tracer_create: %s", msg);
+            return pf_error_prefix(PF_ERR_IO, "pf_tracer_create"); /* a file it cannot write */
         }
         pf_output_abort(&probe);
     }

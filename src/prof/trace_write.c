@@ -523,12 +523,10 @@ pf_status pf_trace_write(pf_tracer *t)
     o->len = 0;
     o->err = false;
     if (ost != PF_OK) {
-        char msg[1024]; /* pf_set_error formats into the error buffer: copy it */
-        snprintf(msg, sizeof msg, "%s", pf_last_error());
         free(ready);
         free(roles);
         free(o);
-        return pf_set_error(PF_ERR_IO, "pf_tracer_flush: %s", msg);
+        return pf_error_prefix(PF_ERR_IO, "pf_tracer_flush");
     }
 
     int ntracks = atomic_load_explicit(&t->track_count, memory_order_acquire);
@@ -597,10 +595,6 @@ pf_status pf_trace_write(pf_tracer *t)
         return pf_set_error(PF_ERR_IO, "pf_tracer_flush: writing '%s' failed: %s", t->path,
                             strerror(EIO));
     }
-    if (pf_output_commit(&dst) != PF_OK) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", pf_last_error());
-        return pf_set_error(PF_ERR_IO, "pf_tracer_flush: %s", msg);
-    }
-    return PF_OK;
+    pf_status cst = pf_output_commit(&dst);
+    return cst == PF_OK ? PF_OK : pf_error_prefix(PF_ERR_IO, "pf_tracer_flush");
 }
