@@ -243,52 +243,42 @@ static pf_status emit_item(pf_stage_ctx *ctx, pf_item *item, int output)
     return res;
 }
 
-pf_status pf_stage_emit(pf_stage_ctx *ctx, pf_item *item)
+/* The checks of pf_stage_emit (`all` outputs) and pf_stage_emit_to
+ * (`output`), then the emit. A refused item is released. */
+static pf_status checked_emit(const char *fn, pf_stage_ctx *ctx, bool all, int output,
+                              pf_item *item)
 {
-    PF_CHECK_ARG(ctx && item, "pf_stage_emit", "ctx or item is NULL");
-    if (!item->frame.buf[0] && !item->tensor.buf) {
-        pf_status st = pf_set_error(PF_ERR_INVALID,
-                                    "pf_stage_emit: stage '%s': item (source %d, seq %" PRId64
-                                    ") has neither a frame nor a tensor",
-                                    ctx->st->name, (int)item->source, item->seq);
+    PF_CHECK_ARG(ctx && item, fn, "ctx or item is NULL");
+    pf_status st = PF_OK;
+    if (!all && (output < 0 || output >= ctx->st->nout))
+        st = pf_set_error(PF_ERR_INVALID,
+                          "%s: stage '%s': output %d out of range (it has %d output edge(s))",
+                          fn, ctx->st->name, output, ctx->st->nout);
+    else if (!item->frame.buf[0] && !item->tensor.buf)
+        st = pf_set_error(PF_ERR_INVALID,
+                          "%s: stage '%s': item (source %d, seq %" PRId64
+                          ") has neither a frame nor a tensor",
+                          fn, ctx->st->name, (int)item->source, item->seq);
+    else if (!ctx->in_call)
+        st = pf_set_error(PF_ERR_INVALID,
+                          "%s: stage '%s': emit only from inside its source, process or start "
+                          "function",
+                          fn, ctx->st->name);
+    if (st != PF_OK) {
         pf_item_unref(item);
         return st;
     }
-    if (!ctx->in_call) {
-        pf_item_unref(item);
-        return pf_set_error(PF_ERR_INVALID,
-                            "pf_stage_emit: stage '%s': emit only from inside its source, "
-                            "process or start function",
-                            ctx->st->name);
-    }
-    return emit_item(ctx, item, -1);
+    return emit_item(ctx, item, all ? -1 : output);
+}
+
+pf_status pf_stage_emit(pf_stage_ctx *ctx, pf_item *item)
+{
+    return checked_emit("pf_stage_emit", ctx, true, -1, item);
 }
 
 pf_status pf_stage_emit_to(pf_stage_ctx *ctx, int output, pf_item *item)
 {
-    PF_CHECK_ARG(ctx && item, "pf_stage_emit_to", "ctx or item is NULL");
-    if (output < 0 || output >= ctx->st->nout) {
-        pf_status st = pf_set_error(PF_ERR_INVALID,
-                                    "pf_stage_emit_to: stage '%s': output %d out of range (it "
-                                    "has %d output edge(s))",
-                                    ctx->st->name, output, ctx->st->nout);
-        pf_item_unref(item);
-        return st;
-    }
-    if (!item->frame.buf[0] && !item->tensor.buf) {
-        pf_item_unref(item);
-        return pf_set_error(PF_ERR_INVALID,
-                            "pf_stage_emit_to: stage '%s': item has neither a frame nor a tensor",
-                            ctx->st->name);
-    }
-    if (!ctx->in_call) {
-        pf_item_unref(item);
-        return pf_set_error(PF_ERR_INVALID,
-                            "pf_stage_emit_to: stage '%s': emit only from inside its source, "
-                            "process or start function",
-                            ctx->st->name);
-    }
-    return emit_item(ctx, item, output);
+    return checked_emit("pf_stage_emit_to", ctx, false, output, item);
 }
 
 int pf_stage_num_outputs(pf_stage_ctx *ctx) { return ctx ? ctx->st->nout : 0; }
