@@ -47,8 +47,8 @@ static int by_first(const void *pa, const void *pb)
 
 /* Every pair of sized values alive at the same time has disjoint bytes
  * (see the call). order: ni pointers, live: ni ints of scratch. */
-static pf_status check_overlaps(const pf_ir_graph *g, const item *items, int ni, const item **order,
-                                int *live)
+static pf_status check_overlaps(const pf_ir_graph *g, const item *items, int ni,
+                                const item **order, int *live)
 {
     for (int i = 0; i < ni; i++) order[i] = &items[i];
     qsort(order, (size_t)ni, sizeof *order, by_first);
