@@ -2,7 +2,11 @@
  * the same inputs, in one run, as ratios (OpenCV time / pixflow time: above 1
  * means pixflow is faster).
  *
- *   bench_cpu_opencv [--iters N] [--json]
+ *   bench_cpu_opencv [--iters N] [--json] [--only GROUP[,GROUP...]]
+ *
+ * GROUP: preprocess, equirect, resize (resize and convert), mask, composite.
+ * PF_CPU_SIMD=none|avx2 in the environment caps pixflow's SIMD kernels
+ * (src/core/cpu_features.h): the scalar "before" on the same machine.
  *
  * Both sides use every core: pixflow through its pf_ops thread pool
  * (pf_cpu_count() threads), OpenCV through its own parallel backend
@@ -27,6 +31,15 @@
 #include "pixflow/pixflow.h"
 
 namespace {
+
+std::string g_only; /* comma-separated groups, empty: all */
+
+bool want(const char *group)
+{
+    if (g_only.empty()) return true;
+    std::string list = "," + g_only + ",";
+    return list.find(std::string(",") + group + ",") != std::string::npos;
+}
 
 struct Case {
     std::string name, note;
@@ -94,9 +107,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) iters = std::max(1, std::atoi(argv[++i]));
         else if (!std::strcmp(argv[i], "--json")) json = true;
+        else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
         else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) ++i; /* always the CPU */
         else {
-            std::fprintf(stderr, "usage: bench_cpu_opencv [--iters N] [--json]\n");
+            std::fprintf(stderr, "usage: bench_cpu_opencv [--iters N] [--json] [--only GROUP,...]\n");
             return std::strcmp(argv[i], "--help") ? 2 : 0;
         }
     }
@@ -111,7 +125,7 @@ int main(int argc, char **argv)
     std::vector<Case> cases;
 
     /* 1080p BGR -> 512x512 RGB f32 NCHW, ImageNet mean/std. */
-    {
+    if (want("preprocess")) {
         cv::Mat bgr(1080, 1920, CV_8UC3);
         rng.fill(bgr, cv::RNG::UNIFORM, 0, 256);
         pf_frame f = wrap(bgr, PF_PIXFMT_BGR24, 1920, 1080);
@@ -145,7 +159,7 @@ int main(int argc, char **argv)
     /* Equirect 7680x3840 -> 8 views 1920x1080: cv::remap with maps from the
      * same formula, built outside the timed region (pixflow computes its
      * coordinates inside). */
-    {
+    if (want("equirect")) {
         const int W = 7680, H = 3840, VW = 1920, VH = 1080, NV = 8;
         cv::Mat src(H, W, CV_8UC3);
         rng.fill(src, cv::RNG::UNIFORM, 0, 256);
@@ -185,7 +199,7 @@ int main(int argc, char **argv)
     }
 
     /* Resize and colour conversion. */
-    {
+    if (want("resize")) {
         cv::Mat bgr(1080, 1920, CV_8UC3), small(512, 512, CV_8UC3), cvsmall;
         rng.fill(bgr, cv::RNG::UNIFORM, 0, 256);
         pf_frame f = wrap(bgr, PF_PIXFMT_BGR24, 1920, 1080), d = wrap(small, PF_PIXFMT_BGR24, 512, 512);
@@ -209,7 +223,7 @@ int main(int argc, char **argv)
     }
 
     /* Mask post-processing and refinement at 1080p. */
-    {
+    if (want("mask")) {
         cv::Mat prob(1080, 1920, CV_32F), feat(1080, 1920, CV_32F), cvfeat, mask8(1080, 1920, CV_8U),
             out8(1080, 1920, CV_8U), cvout8, cvthr;
         rng.fill(prob, cv::RNG::UNIFORM, 0.0, 1.0);
@@ -235,7 +249,7 @@ int main(int argc, char **argv)
     }
 
     /* Compositing 1080p RGB with a 256x256 model mask. */
-    {
+    if (want("composite")) {
         cv::Mat rgb(1080, 1920, CV_8UC3), out(1080, 1920, CV_8UC3), m256(256, 256, CV_32F), cvout;
         rng.fill(rgb, cv::RNG::UNIFORM, 0, 256);
         rng.fill(m256, cv::RNG::UNIFORM, 0.0, 1.0);

@@ -1,0 +1,60 @@
+/* Private: the x86 SIMD kernels of the CPU paths (src/cpu/simd_*.c), one
+ * file per op.
+ *
+ * Contract shared by every kernel here
+ * - Called only when pf_cpu_simd_level() (src/core/cpu_features.h) is at
+ *   least the level the kernel needs; each kernel is compiled for that level
+ *   with a per-function target attribute, so the rest of the library stays
+ *   baseline x86-64.
+ * - Bit-exact with the scalar CPU path and the C reference: the same IEEE
+ *   float operations (mul, add, sub; never an FMA, never a reassociated
+ *   sum) in the same order per output value, vectorised across output
+ *   values only. The tests compare SIMD and scalar outputs with memcmp.
+ * - A kernel does the part of a row it can do in whole vectors and returns
+ *   how far it got; the caller finishes the row with the scalar code (so
+ *   widths that are not a multiple of the vector width, and 1-pixel images,
+ *   go through both).
+ * - No kernel reads or writes outside the bytes its scalar counterpart
+ *   touches. */
+#ifndef PF_CPU_SIMD_H
+#define PF_CPU_SIMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/cpu_features.h"
+
+#if PF_HAVE_X86_SIMD
+#define PF_TARGET_AVX2 __attribute__((target("avx2")))
+#define PF_TARGET_AVX512 __attribute__((target("avx2,avx512f,avx512bw,avx512dq,avx512vl")))
+#endif
+
+/* YUV 4:2:0 row -> RGB24 (pf_cv_yuv_to_rgb per pixel, k = decoding
+ * coefficients): y luma row, u and v the chroma row's first U and V samples,
+ * cstep 2 (NV12) or 1 (I420). Converts the first pixels of the row in
+ * blocks of 16 (an even count) and returns how many; 0 when the level has
+ * no kernel. */
+int pf_simd_yuv_to_rgb(int level, const float *k, const uint8_t *y, const uint8_t *u,
+                       const uint8_t *v, int cstep, int w, uint8_t *rgb);
+
+/* Morphology: o[x] = max (is_max) or min of b[x + k], k = 0 .. taps - 1
+ * (n outputs, b holds n + taps - 1 bytes). Returns how many outputs it
+ * wrote (a multiple of 32). */
+int pf_simd_minmax_taps(int level, uint8_t *o, const uint8_t *b, int taps, int n, int is_max);
+
+/* Morphology, vertical: o[x] = max/min over rows[0 .. nrows)[x], n bytes.
+ * Returns how many it wrote (a multiple of 32). */
+int pf_simd_minmax_rows(int level, uint8_t *o, const uint8_t *const *rows, int nrows, int n,
+                        int is_max);
+
+/* Feather, horizontal: o[x] = ((0 + w[0] b[x]) + w[1] b[x + 1]) + ... over
+ * taps weights (the reference's order, no FMA). Returns how many of the n
+ * outputs it wrote. */
+int pf_simd_fir_taps(int level, float *o, const float *b, const float *w, int taps, int n);
+
+/* Feather, vertical: o[x] = ((0 + w[0] rows[0][x]) + w[1] rows[1][x]) + ...
+ * Returns how many of the n outputs it wrote. */
+int pf_simd_fir_rows(int level, float *o, const float *const *rows, const float *w, int taps,
+                     int n);
+
+#endif
