@@ -57,4 +57,35 @@ int pf_simd_fir_taps(int level, float *o, const float *b, const float *w, int ta
 int pf_simd_fir_rows(int level, float *o, const float *const *rows, const float *w, int taps,
                      int n);
 
+/* Bilinear horizontal pass of u8 rows (resize.c's hpass, bilinear, u8, any
+ * channel count), planned once per call: m = dw * C output values, value v
+ * (pixel v / C, channel v % C) = w0[v] row[ia[v]] + w1[v] row[ib[v]] (the
+ * reference's products and sum). The plan's arrays live in the caller's
+ * scratch (pf_simd_bilin_bytes()). */
+typedef struct pf_simd_bilin {
+    int m, row_bytes;     /* values per output row; bytes per source row (sw * C) */
+    int32_t *ia, *ib;     /* per value: source byte indices */
+    float *w0, *w1;       /* per value: weights */
+    int safe;             /* AVX2 gathers read 4 bytes: values [0, safe) stay inside */
+    int32_t *base;        /* AVX-512 VBMI, per block of 16 values: first byte of its
+                             128-byte window, -1 when the block spans more */
+    uint8_t *rel;         /* per block: 16 + 16 byte offsets into the window (a, b) */
+} pf_simd_bilin;
+
+/* Scratch bytes for a plan of m values. */
+size_t pf_simd_bilin_bytes(int m);
+
+/* Fills the plan from per-pixel taps k0[i], k1[i] and weights w0[i], w1[i]
+ * (dw pixels of C channels over sw source pixels) in mem. */
+void pf_simd_bilin_plan(pf_simd_bilin *p, void *mem, const int32_t *k, const float *w, int dw,
+                        int C, int sw);
+
+/* h[0 .. m) for one source row; returns m (the whole row, tail included). */
+int pf_simd_bilinear_h_u8(int level, const pf_simd_bilin *p, const uint8_t *row, float *h);
+
+/* u8 row of n values: round(w0 h0[x] + w1 h1[x]) clamped (resize.c's
+ * vblend of two rows and store_row). Returns how many it wrote. */
+int pf_simd_blend2_u8(int level, uint8_t *d, const float *h0, const float *h1, float w0, float w1,
+                      int n);
+
 #endif
