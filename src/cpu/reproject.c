@@ -23,6 +23,7 @@
 #include "../core/vectorize.h" /* first: compile flags for the row loops */
 
 #include "../ops/reproject.h"
+#include "simd.h"
 
 #define CHUNK 64
 
@@ -30,6 +31,7 @@ typedef struct cpu_task {
     const pf_rp_job *job;
     int64_t total_rows;
     int64_t first_row[PF_RP_MAX_VIEWS + 1]; /* rows of views before view v */
+    int simd;                               /* SIMD row kernel's level, 0: none */
 } cpu_task;
 
 
@@ -104,16 +106,50 @@ static sampler_fn pick_sampler(int channels, pf_interp interp)
     }
 }
 
-static void render_row(const pf_rp_job *job, sampler_fn sample, int v, int j)
+static void render_row(const pf_rp_job *job, sampler_fn sample, int v, int j, int simd)
 {
     const pf_rp_view *view = &job->views[v];
     pf_rp_row row = pf_rp_row_base(view, j);
     uint8_t *out = job->dst[v] + (size_t)j * job->dst_stride[v];
     float fx[CHUNK], fy[CHUNK];
-    for (int i0 = 0; i0 < view->width; i0 += CHUNK) {
+    /* the SIMD kernel's whole vectors first (render_band), the chunks
+     * finish the row */
+    const int done = simd ? pf_simd_reproject_row(simd, job, v, j, 0, view->width, out) : 0;
+    for (int i0 = done; i0 < view->width; i0 += CHUNK) {
         map_chunk(view, row, i0, job->src_w, job->src_h, fx, fy);
         int cnt = view->width - i0 < CHUNK ? view->width - i0 : CHUNK;
         sample(job, fx, fy, cnt, out + (size_t)i0 * (size_t)job->channels);
+    }
+}
+
+/* SIMD: rows j0 .. j1 - 1 of view v in tiles of BAND_W columns: a tile's
+ * source pixels are a compact region, where whole rows of a view sweep a
+ * curve across hundreds of source rows (measured on an 8K source: a TLB
+ * and cache miss per gather lane otherwise). Each row's last, partial
+ * vector goes through the scalar chunks. */
+#define BAND_H 8
+#define BAND_W 128
+static void render_band(const pf_rp_job *job, sampler_fn sample, int simd, int v, int j0, int j1)
+{
+    const pf_rp_view *view = &job->views[v];
+    int done = 0;
+    for (int x0 = 0; x0 < view->width; x0 += BAND_W) {
+        const int x1 = view->width - x0 < BAND_W ? view->width : x0 + BAND_W;
+        for (int j = j0; j < j1; j++)
+            done = pf_simd_reproject_row(simd, job, v, j, x0, x1,
+                                         job->dst[v] + (size_t)j * job->dst_stride[v]);
+        if (done < x1) break; /* the partial vector at the end of the row */
+    }
+    if (done >= view->width) return;
+    float fx[CHUNK], fy[CHUNK];
+    for (int j = j0; j < j1; j++) {
+        const pf_rp_row row = pf_rp_row_base(view, j);
+        uint8_t *out = job->dst[v] + (size_t)j * job->dst_stride[v];
+        for (int i0 = done; i0 < view->width; i0 += CHUNK) {
+            map_chunk(view, row, i0, job->src_w, job->src_h, fx, fy);
+            int cnt = view->width - i0 < CHUNK ? view->width - i0 : CHUNK;
+            sample(job, fx, fy, cnt, out + (size_t)i0 * (size_t)job->channels);
+        }
     }
 }
 
@@ -124,9 +160,18 @@ static void render_rows(void *user, int ith, int nth)
     sampler_fn sample = pick_sampler(job->channels, job->interp);
     int64_t r0 = t->total_rows * ith / nth, r1 = t->total_rows * (ith + 1) / nth;
     int v = 0;
-    for (int64_t r = r0; r < r1; r++) {
+    for (int64_t r = r0; r < r1;) {
         while (r >= t->first_row[v + 1]) v++;
-        render_row(job, sample, v, (int)(r - t->first_row[v]));
+        const int j = (int)(r - t->first_row[v]);
+        if (t->simd) { /* a band of rows, within this range and view */
+            int64_t n = r1 - r < BAND_H ? r1 - r : BAND_H;
+            if (n > t->first_row[v + 1] - r) n = t->first_row[v + 1] - r;
+            render_band(job, sample, t->simd, v, j, j + (int)n);
+            r += n;
+        } else {
+            render_row(job, sample, v, j, 0);
+            r++;
+        }
     }
 }
 
@@ -137,6 +182,8 @@ pf_status pf_cpu_equirect_to_views(pf_ops *ops, const pf_rp_job *job)
     t.first_row[0] = 0;
     for (int v = 0; v < job->n; v++) t.first_row[v + 1] = t.first_row[v] + job->views[v].height;
     t.total_rows = t.first_row[job->n];
+    const int level = pf_cpu_simd_level();
+    t.simd = pf_simd_reproject_ok(level, job) ? level : 0;
     if (!ops->pool) {
         render_rows(&t, 0, 1);
         return PF_OK;

@@ -88,4 +88,13 @@ int pf_simd_bilinear_h_u8(int level, const pf_simd_bilin *p, const uint8_t *row,
 int pf_simd_blend2_u8(int level, uint8_t *d, const float *h0, const float *h1, float w0, float w1,
                       int n);
 
+/* Reprojection (reproject.c): whether the row kernel applies to the job
+ * (bilinear, 3 or 4 channels, source width >= 2, byte offsets within 31
+ * bits), and the kernel: view v's row j, pixels [i0, done) in whole vectors
+ * with done <= i1, into out (the row's start); returns done. */
+struct pf_rp_job;
+int pf_simd_reproject_ok(int level, const struct pf_rp_job *job);
+int pf_simd_reproject_row(int level, const struct pf_rp_job *job, int v, int j, int i0, int i1,
+                          uint8_t *out);
+
 #endif
