@@ -348,7 +348,7 @@ static void feather_h(void *user, int ith, int nth)
         memcpy(buf + R, srow, sizeof(float) * Ws);
         for (int i = 0; i < R; i++) buf[R + W + i] = srow[W - 1];
         /* SIMD kernel first (whole vectors, same sums), the blocks finish */
-        const int done = pf_simd_fir_taps(job->simd, out, buf, w, 2 * R + 1, W);
+        const int done = pf_simd_fir_taps(job->simd, out, buf, w, 2 * R + 1, 1, W);
         for (int x0 = done; x0 < W; x0 += XBLOCK) {
             const int n = W - x0 < XBLOCK ? W - x0 : XBLOCK;
             float *restrict o = out + x0;

@@ -47,12 +47,14 @@ int pf_simd_minmax_taps(int level, uint8_t *o, const uint8_t *b, int taps, int n
 int pf_simd_minmax_rows(int level, uint8_t *o, const uint8_t *const *rows, int nrows, int n,
                         int is_max);
 
-/* Feather, horizontal: o[x] = ((0 + w[0] b[x]) + w[1] b[x + 1]) + ... over
- * taps weights (the reference's order, no FMA). Returns how many of the n
- * outputs it wrote. */
-int pf_simd_fir_taps(int level, float *o, const float *b, const float *w, int taps, int n);
+/* Feather and blur, horizontal: o[x] = ((0 + w[0] b[x]) + w[1] b[x + step])
+ * + ... over taps weights (the reference's order, no FMA; step 1 for a
+ * mask, 3 for interleaved R, G, B). Returns how many of the n outputs it
+ * wrote. */
+int pf_simd_fir_taps(int level, float *o, const float *b, const float *w, int taps, int step,
+                     int n);
 
-/* Feather, vertical: o[x] = ((0 + w[0] rows[0][x]) + w[1] rows[1][x]) + ...
+/* Feather and blur, vertical: o[x] = ((0 + w[0] rows[0][x]) + w[1] rows[1][x]) + ...
  * Returns how many of the n outputs it wrote. */
 int pf_simd_fir_rows(int level, float *o, const float *const *rows, const float *w, int taps,
                      int n);
@@ -96,5 +98,32 @@ struct pf_rp_job;
 int pf_simd_reproject_ok(int level, const struct pf_rp_job *job);
 int pf_simd_reproject_row(int level, const struct pf_rp_job *job, int v, int j, int i0, int i1,
                           uint8_t *out);
+
+/* Composite (composite.c), AVX-512 only. YUV 4:2:0 row -> R, G, B floats
+ * (pf_cmp_yuv2rgb per pixel, clamped to [0, 255]): y, u, v at an even
+ * pixel, cstep 2 (NV12) or 1 (I420); converts the first pixels in blocks of
+ * 16 and returns how many (0 without AVX-512). */
+int pf_simd_yuv_to_rgbf(int level, const float *k, const uint8_t *y, const uint8_t *u,
+                        const uint8_t *v, int cstep, int n, float *out);
+
+/* Bilinear rows of R, G, B floats (composite.c's lerp_rows), planned once
+ * per call from per-pixel column taps. */
+typedef struct pf_simd_lerp3_map {
+    int m, src_floats;    /* 3 w output values; 3 src_w floats per source row */
+    int32_t *ia, *ib;     /* per value: source float indices */
+    float *f;             /* per value: column weight */
+    int32_t *base;        /* per block of 16 values: first float of a 32-float window, or -1 */
+} pf_simd_lerp3_map;
+
+size_t pf_simd_lerp3_bytes(int w);
+
+/* Taps of pixel x at k0 + x * tap_stride bytes (k1, f likewise). */
+void pf_simd_lerp3_plan(pf_simd_lerp3_map *p, void *mem, const int32_t *k0, const int32_t *k1,
+                        const float *f, size_t tap_stride, int w, int src_w);
+
+/* out[0 .. 3w) from rows r0, r1 and the row weight fy; returns 1, or 0 (nothing
+ * done) without AVX-512. */
+int pf_simd_lerp3(int level, const pf_simd_lerp3_map *p, const float *r0, const float *r1, float fy,
+                  float *out);
 
 #endif

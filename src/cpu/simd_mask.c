@@ -112,17 +112,18 @@ PF_TARGET_AVX512 static int minmax_rows_avx512(uint8_t *o, const uint8_t *const 
     }                                                                                          \
     return x;
 
-PF_TARGET_AVX2 static int fir_taps_avx2(float *o, const float *b, const float *w, int taps, int n)
+PF_TARGET_AVX2 static int fir_taps_avx2(float *o, const float *b, const float *w, int taps,
+                                        int step, int n)
 {
     FIR_BODY(__m256, 8, _mm256_set1_ps, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_storeu_ps,
-             _mm256_mul_ps, _mm256_add_ps, b + x + k)
+             _mm256_mul_ps, _mm256_add_ps, b + x + (size_t)k * step)
 }
 
 PF_TARGET_AVX512 static int fir_taps_avx512(float *o, const float *b, const float *w, int taps,
-                                            int n)
+                                            int step, int n)
 {
     FIR_BODY(__m512, 16, _mm512_set1_ps, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_storeu_ps,
-             _mm512_mul_ps, _mm512_add_ps, b + x + k)
+             _mm512_mul_ps, _mm512_add_ps, b + x + (size_t)k * step)
 }
 
 PF_TARGET_AVX2 static int fir_rows_avx2(float *o, const float *const *rows, const float *w,
@@ -161,13 +162,14 @@ int pf_simd_minmax_rows(int level, uint8_t *o, const uint8_t *const *rows, int n
     return 0;
 }
 
-int pf_simd_fir_taps(int level, float *o, const float *b, const float *w, int taps, int n)
+int pf_simd_fir_taps(int level, float *o, const float *b, const float *w, int taps, int step,
+                     int n)
 {
 #if PF_HAVE_X86_SIMD
-    if (level >= PF_SIMD_AVX512) return fir_taps_avx512(o, b, w, taps, n);
-    if (level >= PF_SIMD_AVX2) return fir_taps_avx2(o, b, w, taps, n);
+    if (level >= PF_SIMD_AVX512) return fir_taps_avx512(o, b, w, taps, step, n);
+    if (level >= PF_SIMD_AVX2) return fir_taps_avx2(o, b, w, taps, step, n);
 #endif
-    (void)level, (void)o, (void)b, (void)w, (void)taps, (void)n;
+    (void)level, (void)o, (void)b, (void)w, (void)taps, (void)step, (void)n;
     return 0;
 }
 
