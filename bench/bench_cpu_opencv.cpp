@@ -2,7 +2,13 @@
  * the same inputs, in one run, as ratios (OpenCV time / pixflow time: above 1
  * means pixflow is faster).
  *
- *   bench_cpu_opencv [--iters N] [--json] [--only GROUP[,GROUP...]]
+ *   bench_cpu_opencv [--iters N] [--json] [--only GROUP[,GROUP...]] [--single]
+ *
+ * --single: both sides on the calling thread alone (a pixflow pool of one
+ * thread, cv::setNumThreads(1)), timed in that thread's CPU time
+ * (CLOCK_THREAD_CPUTIME_ID) instead of wall time: a comparison that a busy
+ * shared machine disturbs much less (time spent waiting for a core is not
+ * counted; cache and memory contention still are).
  *
  * GROUP: preprocess, equirect, resize (resize and convert), mask, composite.
  * PF_CPU_SIMD=none|avx2 in the environment caps pixflow's SIMD kernels
@@ -18,6 +24,8 @@
  * approximation) the case's note says so. Built only where OpenCV is found. */
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
+
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -46,11 +54,26 @@ struct Case {
     double pf_ms, cv_ms;
 };
 
+bool g_single = false; /* --single: one thread each, thread CPU time */
+
+double thread_cpu_ms()
+{
+    timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
 double median_ms(int iters, const std::function<void()> &fn)
 {
     fn(); /* warm-up: first-touch, thread start, table building */
     std::vector<double> t;
     for (int i = 0; i < iters; i++) {
+        if (g_single) {
+            const double a = thread_cpu_ms();
+            fn();
+            t.push_back(thread_cpu_ms() - a);
+            continue;
+        }
         auto a = std::chrono::steady_clock::now();
         fn();
         auto b = std::chrono::steady_clock::now();
@@ -108,9 +131,10 @@ int main(int argc, char **argv)
         if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) iters = std::max(1, std::atoi(argv[++i]));
         else if (!std::strcmp(argv[i], "--json")) json = true;
         else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
+        else if (!std::strcmp(argv[i], "--single")) g_single = true;
         else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) ++i; /* always the CPU */
         else {
-            std::fprintf(stderr, "usage: bench_cpu_opencv [--iters N] [--json] [--only GROUP,...]\n");
+            std::fprintf(stderr, "usage: bench_cpu_opencv [--iters N] [--json] [--only GROUP,...] [--single]\n");
             return std::strcmp(argv[i], "--help") ? 2 : 0;
         }
     }
@@ -119,6 +143,15 @@ int main(int argc, char **argv)
     check(pf_stream_create(nullptr, &s), "stream");
     pf_ops_params op = pf_ops_params_default();
     op.stream = s;
+    pf_threadpool *pool1 = nullptr;
+    if (g_single) {
+        pf_threadpool_params tp = pf_threadpool_params_default();
+        tp.num_threads = 1; /* the calling thread only */
+        check(pf_threadpool_create(&tp, &pool1), "pool");
+        op.pool = pool1;
+        cv::setNumThreads(1);
+    }
+    const int pf_threads = g_single ? 1 : pf_cpu_count();
     pf_ops *ops = nullptr;
     check(pf_ops_create(&op, &ops), "ops");
     cv::RNG rng(12345);
@@ -287,15 +320,17 @@ int main(int argc, char **argv)
 
     if (json) {
         std::printf("{\"bench\": \"cpu_opencv\", \"threads\": %d, \"opencv_threads\": %d, \"opencv\": \"%s\", \"cases\": [",
-                    pf_cpu_count(), cv::getNumThreads(), CV_VERSION);
+                    pf_threads, cv::getNumThreads(), CV_VERSION);
         for (size_t i = 0; i < cases.size(); i++)
             std::printf("%s{\"name\": \"%s\", \"pixflow_ms\": %.4f, \"opencv_ms\": %.4f, \"ratio\": %.3f}",
                         i ? ", " : "", cases[i].name.c_str(), cases[i].pf_ms, cases[i].cv_ms,
                         cases[i].cv_ms / cases[i].pf_ms);
         std::printf("]}\n");
     } else {
-        std::printf("bench_cpu_opencv: pixflow CPU ops (%d threads) vs OpenCV %s (%d threads), median of %d\n\n",
-                    pf_cpu_count(), CV_VERSION, cv::getNumThreads(), iters);
+        std::printf("bench_cpu_opencv: pixflow CPU ops (%d threads) vs OpenCV %s (%d threads), median of %d%s\n",
+                    pf_threads, CV_VERSION, cv::getNumThreads(), iters,
+                    g_single ? ", thread CPU time" : "");
+        std::printf("PF_CPU_SIMD=%s\n\n", std::getenv("PF_CPU_SIMD") ? std::getenv("PF_CPU_SIMD") : "(unset: the CPU's best)");
         std::printf("%-46s %12s %12s %8s\n", "case", "pixflow ms", "OpenCV ms", "ratio");
         for (auto &c : cases)
             std::printf("%-46s %12.3f %12.3f %7.2fx   %s\n", c.name.c_str(), c.pf_ms, c.cv_ms,
@@ -303,6 +338,7 @@ int main(int argc, char **argv)
         std::printf("\nratio = OpenCV / pixflow (> 1: pixflow faster)\n");
     }
     pf_ops_destroy(&ops);
+    if (pool1) pf_threadpool_destroy(&pool1);
     pf_stream_destroy(&s);
     return 0;
 }

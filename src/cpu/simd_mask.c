@@ -13,19 +13,50 @@
 #if PF_HAVE_X86_SIMD
 #include <immintrin.h>
 
+/* Min/max kernels: two independent vectors per step (the tap chain of one
+ * vector is serial; two keep both vector ports busy), then one, then the
+ * AVX2 width for AVX-512's tail. OP is the epu8 max or min. */
+#define MM_TAPS(VT, W, LOAD, STORE, OP)                                                        \
+    for (; x + 2 * (W) <= n; x += 2 * (W)) {                                                   \
+        VT a = LOAD(b + x), c = LOAD(b + x + (W));                                             \
+        for (int k = 1; k < taps; k++) {                                                       \
+            a = OP(a, LOAD(b + x + k));                                                        \
+            c = OP(c, LOAD(b + x + (W) + k));                                                  \
+        }                                                                                      \
+        STORE(o + x, a), STORE(o + x + (W), c);                                                \
+    }                                                                                          \
+    for (; x + (W) <= n; x += (W)) {                                                           \
+        VT a = LOAD(b + x);                                                                    \
+        for (int k = 1; k < taps; k++) a = OP(a, LOAD(b + x + k));                             \
+        STORE(o + x, a);                                                                       \
+    }
+#define MM_ROWS(VT, W, LOAD, STORE, OP)                                                        \
+    for (; x + 2 * (W) <= n; x += 2 * (W)) {                                                   \
+        VT a = LOAD(rows[0] + x), c = LOAD(rows[0] + x + (W));                                 \
+        for (int k = 1; k < nrows; k++) {                                                      \
+            a = OP(a, LOAD(rows[k] + x));                                                      \
+            c = OP(c, LOAD(rows[k] + x + (W)));                                                \
+        }                                                                                      \
+        STORE(o + x, a), STORE(o + x + (W), c);                                                \
+    }                                                                                          \
+    for (; x + (W) <= n; x += (W)) {                                                           \
+        VT a = LOAD(rows[0] + x);                                                              \
+        for (int k = 1; k < nrows; k++) a = OP(a, LOAD(rows[k] + x));                          \
+        STORE(o + x, a);                                                                       \
+    }
+#define LD256(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define ST256(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
+#define LD512(p) _mm512_loadu_si512((const void *)(p))
+#define ST512(p, v) _mm512_storeu_si512((void *)(p), (v))
+
 PF_TARGET_AVX2 static int minmax_taps_avx2(uint8_t *o, const uint8_t *b, int taps, int n,
                                            int is_max)
 {
     int x = 0;
-    for (; x + 32 <= n; x += 32) {
-        __m256i a = _mm256_loadu_si256((const __m256i *)(b + x));
-        if (is_max)
-            for (int k = 1; k < taps; k++)
-                a = _mm256_max_epu8(a, _mm256_loadu_si256((const __m256i *)(b + x + k)));
-        else
-            for (int k = 1; k < taps; k++)
-                a = _mm256_min_epu8(a, _mm256_loadu_si256((const __m256i *)(b + x + k)));
-        _mm256_storeu_si256((__m256i *)(o + x), a);
+    if (is_max) {
+        MM_TAPS(__m256i, 32, LD256, ST256, _mm256_max_epu8)
+    } else {
+        MM_TAPS(__m256i, 32, LD256, ST256, _mm256_min_epu8)
     }
     return x;
 }
@@ -34,30 +65,24 @@ PF_TARGET_AVX512 static int minmax_taps_avx512(uint8_t *o, const uint8_t *b, int
                                                int is_max)
 {
     int x = 0;
-    for (; x + 64 <= n; x += 64) {
-        __m512i a = _mm512_loadu_si512(b + x);
-        if (is_max)
-            for (int k = 1; k < taps; k++) a = _mm512_max_epu8(a, _mm512_loadu_si512(b + x + k));
-        else
-            for (int k = 1; k < taps; k++) a = _mm512_min_epu8(a, _mm512_loadu_si512(b + x + k));
-        _mm512_storeu_si512(o + x, a);
+    if (is_max) {
+        MM_TAPS(__m512i, 64, LD512, ST512, _mm512_max_epu8)
+        MM_TAPS(__m256i, 32, LD256, ST256, _mm256_max_epu8)
+    } else {
+        MM_TAPS(__m512i, 64, LD512, ST512, _mm512_min_epu8)
+        MM_TAPS(__m256i, 32, LD256, ST256, _mm256_min_epu8)
     }
-    return x + minmax_taps_avx2(o + x, b + x, taps, n - x, is_max);
+    return x;
 }
 
 PF_TARGET_AVX2 static int minmax_rows_avx2(uint8_t *o, const uint8_t *const *rows, int nrows,
                                            int n, int is_max)
 {
     int x = 0;
-    for (; x + 32 <= n; x += 32) {
-        __m256i a = _mm256_loadu_si256((const __m256i *)(rows[0] + x));
-        if (is_max)
-            for (int k = 1; k < nrows; k++)
-                a = _mm256_max_epu8(a, _mm256_loadu_si256((const __m256i *)(rows[k] + x)));
-        else
-            for (int k = 1; k < nrows; k++)
-                a = _mm256_min_epu8(a, _mm256_loadu_si256((const __m256i *)(rows[k] + x)));
-        _mm256_storeu_si256((__m256i *)(o + x), a);
+    if (is_max) {
+        MM_ROWS(__m256i, 32, LD256, ST256, _mm256_max_epu8)
+    } else {
+        MM_ROWS(__m256i, 32, LD256, ST256, _mm256_min_epu8)
     }
     return x;
 }
@@ -66,21 +91,12 @@ PF_TARGET_AVX512 static int minmax_rows_avx512(uint8_t *o, const uint8_t *const 
                                                int n, int is_max)
 {
     int x = 0;
-    for (; x + 64 <= n; x += 64) {
-        __m512i a = _mm512_loadu_si512(rows[0] + x);
-        if (is_max)
-            for (int k = 1; k < nrows; k++) a = _mm512_max_epu8(a, _mm512_loadu_si512(rows[k] + x));
-        else
-            for (int k = 1; k < nrows; k++) a = _mm512_min_epu8(a, _mm512_loadu_si512(rows[k] + x));
-        _mm512_storeu_si512(o + x, a);
-    }
-    for (; x + 32 <= n; x += 32) { /* one half-width step */
-        __m256i a = _mm256_loadu_si256((const __m256i *)(rows[0] + x));
-        for (int k = 1; k < nrows; k++) {
-            const __m256i b = _mm256_loadu_si256((const __m256i *)(rows[k] + x));
-            a = is_max ? _mm256_max_epu8(a, b) : _mm256_min_epu8(a, b);
-        }
-        _mm256_storeu_si256((__m256i *)(o + x), a);
+    if (is_max) {
+        MM_ROWS(__m512i, 64, LD512, ST512, _mm512_max_epu8)
+        MM_ROWS(__m256i, 32, LD256, ST256, _mm256_max_epu8)
+    } else {
+        MM_ROWS(__m512i, 64, LD512, ST512, _mm512_min_epu8)
+        MM_ROWS(__m256i, 32, LD256, ST256, _mm256_min_epu8)
     }
     return x;
 }

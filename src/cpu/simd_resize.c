@@ -89,26 +89,31 @@ static void bilin_scalar(const pf_simd_bilin *p, const uint8_t *row, float *h, i
 
 PF_TARGET_AVX512VBMI static int bilin_avx512(const pf_simd_bilin *p, const uint8_t *row, float *h)
 {
-    const int m = p->m, full = m / 16;
+    const int m = p->m, full = m / 16, row_bytes = p->row_bytes;
+    /* the plan's arrays in locals: h may alias them as far as the compiler
+     * knows, which would reload every pointer after each store */
+    const int32_t *bases = p->base;
+    const uint8_t *rels = p->rel;
+    const float *w0 = p->w0, *w1 = p->w1;
     for (int j = 0; j < full; j++) {
-        const int v0 = 16 * j, base = p->base[j];
+        const int v0 = 16 * j, base = bases[j];
         if (base < 0) {
             bilin_scalar(p, row, h + 0, v0, v0 + 16);
             continue;
         }
-        const int left = p->row_bytes - base; /* bytes of the row from base on */
+        const int left = row_bytes - base; /* bytes of the row from base on */
         const __mmask64 m0 = left >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << left) - 1);
         const int left1 = left - 64;
         const __mmask64 m1 = left1 >= 64 ? ~(__mmask64)0
                                           : (left1 <= 0 ? 0 : (((__mmask64)1 << left1) - 1));
         const __m512i lo = _mm512_maskz_loadu_epi8(m0, row + base);
         const __m512i hi = _mm512_maskz_loadu_epi8(m1, row + base + 64);
-        const __m512i rel = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p->rel + 32 * j)));
+        const __m512i rel = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(rels + 32 * j)));
         const __m512i ab = _mm512_permutex2var_epi8(lo, rel, hi); /* bytes 0-15 a, 16-31 b */
         const __m512 a = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_castsi512_si128(ab)));
         const __m512 b = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(ab, 1)));
-        const __m512 r = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(p->w0 + v0), a),
-                                       _mm512_mul_ps(_mm512_loadu_ps(p->w1 + v0), b));
+        const __m512 r = _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(w0 + v0), a),
+                                       _mm512_mul_ps(_mm512_loadu_ps(w1 + v0), b));
         _mm512_storeu_ps(h + v0, r);
     }
     bilin_scalar(p, row, h, 16 * full, m);
