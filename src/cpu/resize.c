@@ -335,7 +335,8 @@ pf_status pf_cpu_resize(pf_ops *ops, const pf_rs_plane *p)
     fill_axis(&job.y, p->dh, p->sh);
     pf_simd_bilin bx;
     if (plan) {
-        pf_simd_bilin_plan(&bx, base + plan_off, job.x.k, job.x.w, p->dw, p->channels, p->sw);
+        pf_simd_bilin_plan(&bx, base + plan_off, job.x.k, job.x.w, p->dw, p->channels,
+                           p->channels, NULL, p->sw * p->channels);
         job.bx = &bx;
     }
     if (nth == 1 || !ops->pool) {

@@ -77,10 +77,12 @@ typedef struct pf_simd_bilin {
 /* Scratch bytes for a plan of m values. */
 size_t pf_simd_bilin_bytes(int m);
 
-/* Fills the plan from per-pixel taps k0[i], k1[i] and weights w0[i], w1[i]
- * (dw pixels of C channels over sw source pixels) in mem. */
+/* Fills the plan in mem from per-pixel taps k[2i], k[2i + 1] and weights
+ * w[2i], w[2i + 1]: dw output pixels of C values; value c of a pixel reads
+ * byte off[c] (off NULL: c) of the source pixel, bpp bytes apart; the
+ * kernels read only bytes [0, row_bytes) of a source row. */
 void pf_simd_bilin_plan(pf_simd_bilin *p, void *mem, const int32_t *k, const float *w, int dw,
-                        int C, int sw);
+                        int C, int bpp, const int *off, int row_bytes);
 
 /* h[0 .. m) for one source row; returns m (the whole row, tail included). */
 int pf_simd_bilinear_h_u8(int level, const pf_simd_bilin *p, const uint8_t *row, float *h);

@@ -27,13 +27,13 @@ size_t pf_simd_bilin_bytes(int m)
 }
 
 void pf_simd_bilin_plan(pf_simd_bilin *p, void *mem, const int32_t *k, const float *w, int dw,
-                        int C, int sw)
+                        int C, int bpp, const int *off, int row_bytes)
 {
     const int m = dw * C;
     const size_t blocks = ((size_t)m + 15) / 16;
     uint8_t *b = mem;
     p->m = m;
-    p->row_bytes = sw * C;
+    p->row_bytes = row_bytes;
     p->ia = (int32_t *)(void *)b, b += ALIGN64((size_t)m * 4);
     p->ib = (int32_t *)(void *)b, b += ALIGN64((size_t)m * 4);
     p->w0 = (float *)(void *)b, b += ALIGN64((size_t)m * 4);
@@ -44,8 +44,9 @@ void pf_simd_bilin_plan(pf_simd_bilin *p, void *mem, const int32_t *k, const flo
     for (int i = 0; i < dw; i++)
         for (int c = 0; c < C; c++) {
             const int v = i * C + c;
-            p->ia[v] = k[2 * i] * C + c;
-            p->ib[v] = k[2 * i + 1] * C + c;
+            const int o = off ? off[c] : c;
+            p->ia[v] = k[2 * i] * bpp + o;
+            p->ib[v] = k[2 * i + 1] * bpp + o;
             p->w0[v] = w[2 * i];
             p->w1[v] = w[2 * i + 1];
         }
