@@ -265,11 +265,25 @@ static void store(const pf_pp_params *p, to_f16_fn to_f16, size_t at, const floa
  * interleaved, content pixels) inside. The row is assembled as floats in
  * output order in `ob` (3 * width), then stored. */
 static void write_row(const pf_pp_params *p, to_f16_fn to_f16, int n, int y, int x0, int cw,
-                      const float *acc, float *ob)
+                      const float *acc, float *ob, int simd)
 {
     const size_t W = (size_t)p->width, H = (size_t)p->height;
     const int src_c[3] = {p->bgr ? 2 : 0, 1, p->bgr ? 0 : 2};
-    if (p->nchw) {
+    if (p->nchw && simd >= PF_SIMD_AVX512) {
+        /* the three planes at once (ob holds 3 W floats): the SIMD kernel
+         * for whole blocks, the loop below for the rest */
+        float *o3[3] = {ob, ob + W, ob + 2 * W}, *oc[3] = {ob + x0, ob + W + x0, ob + 2 * W + x0};
+        const int d = pf_simd_planar3_affine(simd, acc, cw, p->scale, p->bias, src_c, oc);
+        for (int c = 0; c < 3; c++) {
+            const float sc = p->scale[c], bi = p->bias[c], pad = p->pad_out[c];
+            const float *a = acc + src_c[c];
+            float *o = o3[c];
+            for (int x = 0; x < x0; x++) o[x] = pad;
+            for (int i = d; i < cw; i++) o[x0 + i] = a[3 * i] * sc + bi;
+            for (size_t x = (size_t)(x0 + cw); x < W; x++) o[x] = pad;
+            store(p, to_f16, (((size_t)n * 3 + (size_t)c) * H + (size_t)y) * W, o, W);
+        }
+    } else if (p->nchw) {
         for (int c = 0; c < 3; c++) {
             const float sc = p->scale[c], bi = p->bias[c], pad = p->pad_out[c];
             const float *a = acc + src_c[c];
@@ -312,7 +326,7 @@ static void pp_rows(void *user, int ith, int nth)
         const pp_taps *t = &job->taps[n];
         const int j = y - f->pad_top;
         if (j < 0 || j >= f->content_h) {
-            write_row(p, job->to_f16, n, y, p->width, 0, acc, ob); /* all padding */
+            write_row(p, job->to_f16, n, y, p->width, 0, acc, ob, job->simd); /* all padding */
             continue;
         }
         if (job->bl[n]) {
@@ -325,11 +339,11 @@ static void pp_rows(void *user, int ith, int nth)
             pf_simd_bilinear_h_u8(job->simd, job->bl[n], ra, h);
             pf_simd_bilinear_h_u8(job->simd, job->bl[n], rb, ob);
             blend_rows(acc, h, ob, wy0, wy1, 3 * f->content_w);
-            write_row(p, job->to_f16, n, y, f->pad_left, f->content_w, acc, ob);
+            write_row(p, job->to_f16, n, y, f->pad_left, f->content_w, acc, ob, job->simd);
             continue;
         }
         if (t->tx == 2 && t->ty == 2 && bilinear_fused(f, t, j, acc)) {
-            write_row(p, job->to_f16, n, y, f->pad_left, f->content_w, acc, ob);
+            write_row(p, job->to_f16, n, y, f->pad_left, f->content_w, acc, ob, job->simd);
             continue;
         }
         const int cw3 = f->content_w * 3;
@@ -346,7 +360,7 @@ static void pp_rows(void *user, int ith, int nth)
             }
         }
         if (first) memset(acc, 0, sizeof(float) * (size_t)cw3);
-        write_row(p, job->to_f16, n, y, f->pad_left, f->content_w, acc, ob);
+        write_row(p, job->to_f16, n, y, f->pad_left, f->content_w, acc, ob, job->simd);
     }
 }
 

@@ -128,4 +128,10 @@ void pf_simd_lerp3_plan(pf_simd_lerp3_map *p, void *mem, const int32_t *k0, cons
 int pf_simd_lerp3(int level, const pf_simd_lerp3_map *p, const float *r0, const float *r1, float fy,
                   float *out);
 
+/* Preprocess (preprocess.c), AVX-512 only: out[c][i] = acc[3 i + src_c[c]]
+ * * sc[c] + bi[c] for i < n in blocks of 16; returns how many (0 without
+ * AVX-512). */
+int pf_simd_planar3_affine(int level, const float *acc, int n, const float *sc, const float *bi,
+                           const int *src_c, float *const *out);
+
 #endif
