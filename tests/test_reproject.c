@@ -174,6 +174,35 @@ static void test_simd_source_end(void)
     pf_cpu_simd_cap(-1);
 }
 
+/* The coordinate maps the CPU path keeps between calls with the same views
+ * and source size (src/cpu/reproject.c): a repeated call reads them, and a
+ * change of any view, of the source size or of the view count computes new
+ * ones; every call equals the reference (3 and 4 channels, strides that
+ * differ between calls with the same key, both pools). */
+static void test_map_cache(void)
+{
+    pf_view views[3];
+    for (int i = 0; i < 3; i++) views[i] = (pf_view){33.0f * (float)i - 20.0f, 10.0f, 5.0f, 80, 70 + 9 * i, 21};
+    pf_frame src[3];
+    RP_REQUIRE_OK(rp_frame_make(&src[0], PF_PIXFMT_RGB24, 301, 150, 3, 1));
+    RP_REQUIRE_OK(rp_frame_make(&src[1], PF_PIXFMT_RGBA, 301, 150, 0, 0));
+    RP_REQUIRE_OK(rp_frame_make(&src[2], PF_PIXFMT_RGB24, 300, 150, 7, 2));
+    for (int i = 0; i < 3; i++) rp_fill_random(&src[i]);
+    for (int round = 0; round < 2; round++) {
+        pf_ops *ops = round ? g_cpu3 : g_cpu;
+        compare_views(ops, &src[0], views, 3, PF_INTERP_BILINEAR, 3, 1, "map fill");
+        compare_views(ops, &src[0], views, 3, PF_INTERP_BILINEAR, 3, 1, "map reuse");
+        compare_views(ops, &src[1], views, 3, PF_INTERP_BILINEAR, 0, 0, "map reuse, RGBA");
+        views[1].yaw += 1.0f;
+        compare_views(ops, &src[1], views, 3, PF_INTERP_BILINEAR, 0, 0, "a view changed");
+        compare_views(ops, &src[2], views, 3, PF_INTERP_BILINEAR, 7, 2, "source width changed");
+        compare_views(ops, &src[2], views, 2, PF_INTERP_BILINEAR, 7, 2, "fewer views");
+        compare_views(ops, &src[2], views, 2, PF_INTERP_BILINEAR, 7, 2, "fewer views, reuse");
+        compare_views(ops, &src[0], views, 3, PF_INTERP_NEAREST, 3, 1, "nearest");
+    }
+    for (int i = 0; i < 3; i++) pf_frame_unref(&src[i]);
+}
+
 /* The most views a call takes, of mixed sizes, and one wide view (several
  * 64-pixel chunks per row, rows spread over many threads). */
 static void test_many_views_and_wide(void)
@@ -817,6 +846,7 @@ int main(void)
     PF_RUN(test_many_views_and_wide);
     PF_RUN(test_simd_levels);
     PF_RUN(test_simd_source_end);
+    PF_RUN(test_map_cache);
     PF_RUN(test_view_centre);
     PF_RUN(test_edges_of_90_degree_view);
     PF_RUN(test_yaw_plus_360);

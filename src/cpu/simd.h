@@ -95,11 +95,15 @@ int pf_simd_blend2_u8(int level, uint8_t *d, const float *h0, const float *h1, f
 /* Reprojection (reproject.c): whether the row kernel applies to the job
  * (bilinear, 3 or 4 channels, source width >= 2, byte offsets within 31
  * bits), and the kernel: view v's row j, pixels [i0, done) in whole vectors
- * with done <= i1, into out (the row's start); returns done. */
+ * with done <= i1, into out (the row's start); returns done. Source
+ * coordinates (index i of the row): read from cfx, cfy when not NULL (a map
+ * the kernel stored earlier), else computed, and stored into sfx, sfy when
+ * those are not NULL. */
 struct pf_rp_job;
 int pf_simd_reproject_ok(int level, const struct pf_rp_job *job);
 int pf_simd_reproject_row(int level, const struct pf_rp_job *job, int v, int j, int i0, int i1,
-                          uint8_t *out);
+                          uint8_t *out, const float *cfx, const float *cfy, float *sfx,
+                          float *sfy);
 
 /* Composite (composite.c), AVX-512 only. YUV 4:2:0 row -> R, G, B floats
  * (pf_cmp_yuv2rgb per pixel, clamped to [0, 255]): y, u, v at an even

@@ -28,6 +28,8 @@
 #define F(x) _mm512_set1_ps(x)
 #define I(x) _mm512_set1_epi32(x)
 #define LOADI(p) _mm512_loadu_si512(p)
+#define LOADF(p) _mm512_loadu_ps(p)
+#define STOREF(p, v) _mm512_storeu_ps((p), (v))
 #define ADD _mm512_add_ps
 #define SUB _mm512_sub_ps
 #define MUL _mm512_mul_ps
@@ -75,6 +77,8 @@ static const uint8_t k_pack3_bytes[64] = {
 #undef F
 #undef I
 #undef LOADI
+#undef LOADF
+#undef STOREF
 #undef ADD
 #undef SUB
 #undef MUL
@@ -126,6 +130,8 @@ PF_TARGET_AVX2 static inline void store3_avx2(uint8_t *o, __m256i px)
 #define F(x) _mm256_set1_ps(x)
 #define I(x) _mm256_set1_epi32(x)
 #define LOADI(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define LOADF(p) _mm256_loadu_ps(p)
+#define STOREF(p, v) _mm256_storeu_ps((p), (v))
 #define ADD _mm256_add_ps
 #define SUB _mm256_sub_ps
 #define MUL _mm256_mul_ps
@@ -168,13 +174,14 @@ int pf_simd_reproject_ok(int level, const pf_rp_job *job)
 }
 
 int pf_simd_reproject_row(int level, const pf_rp_job *job, int v, int j, int i0, int i1,
-                          uint8_t *out)
+                          uint8_t *out, const float *cfx, const float *cfy, float *sfx, float *sfy)
 {
 #if PF_HAVE_X86_SIMD
     if (level >= PF_SIMD_AVX512 && pf_cpu_has_avx512vbmi())
-        return rp_row_avx512(job, v, j, i0, i1, out);
-    if (level >= PF_SIMD_AVX2) return rp_row_avx2(job, v, j, i0, i1, out);
+        return rp_row_avx512(job, v, j, i0, i1, out, cfx, cfy, sfx, sfy);
+    if (level >= PF_SIMD_AVX2) return rp_row_avx2(job, v, j, i0, i1, out, cfx, cfy, sfx, sfy);
 #endif
     (void)level, (void)job, (void)v, (void)j, (void)out, (void)i1;
+    (void)cfx, (void)cfy, (void)sfx, (void)sfy;
     return i0;
 }

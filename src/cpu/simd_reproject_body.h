@@ -12,6 +12,7 @@
  *   CVTT(x) (int)x by truncation; CVT(i) (float)i
  *   GATHER(base, idx)  32-bit loads at base + idx (bytes)
  *   SRLV(x, n) SLLV(x, n) logical shifts per lane; IAND IOR; LOADI(p) W ints
+ *   LOADF(p) STOREF(p, v)  W floats
  *   ATAN2_Q1(r, ay, ax) declares VF r = pf_rp_atan2_q1(ay, ax) (below)
  *   PACK_PREP  declarations STORE_PIXELS needs
  *   STORE_PIXELS(out, px, C)  W pixels packed as r | g << 8 | b << 16 (| a << 24) to C bytes each
@@ -37,7 +38,8 @@
         R = SEL(GT(AY, AX), SUB(F(PF_RP_PI_2_F), rr_), rr_);                                  \
     }
 
-FN(const pf_rp_job *job, int vi, int j, int i0, int i1, uint8_t *out)
+FN(const pf_rp_job *job, int vi, int j, int i0, int i1, uint8_t *out, const float *cfx,
+   const float *cfy, float *sfx, float *sfy)
 {
     const pf_rp_view *v = &job->views[vi];
     const pf_rp_row row = pf_rp_row_base(v, j);
@@ -58,28 +60,37 @@ FN(const pf_rp_job *job, int vi, int j, int i0, int i1, uint8_t *out)
     PACK_PREP;
     int i = i0;
     for (; i + W <= i1; i += W) {
-        /* pf_rp_ray */
-        const VF xc = ADD(CVT(IADD(I(i), iota)), vcx0);
-        const VF wx = ADD(MUL(m00, xc), bx);
-        const VF wy = ADD(MUL(m10, xc), by);
-        const VF wz = ADD(MUL(m20, xc), bz);
-        /* pf_rp_fx: atan2(wx, wz) */
-        VF lon;
-        {
-            const VF ay = ABS(wx), ax = ABS(wz);
-            ATAN2_Q1(r, ay, ax);
-            const VF rr = SEL(LT(wz, zero), SUB(F(PF_RP_PI_F), r), r);
-            lon = SEL(LT(wx, zero), NEG(rr), rr);
-        }
-        const VF fx = MUL(ADD(MUL(lon, F(PF_RP_INV_2PI_F)), half), srcw);
-        /* pf_rp_fy with h = sqrt(wx^2 + wz^2) */
-        const VF h = SQRT(ADD(MUL(wx, wx), MUL(wz, wz)));
-        VF fy;
-        {
-            const VF ay = ABS(wy), ax = h;
-            ATAN2_Q1(r, ay, ax);
-            const VF lat = SEL(LT(wy, zero), NEG(r), r);
-            fy = MUL(SUB(half, MUL(lat, F(PF_RP_INV_PI_F))), srch);
+        VF fx, fy;
+        if (cfx) { /* cached map: the same floats as computed below */
+            fx = LOADF(cfx + i);
+            fy = LOADF(cfy + i);
+        } else {
+            /* pf_rp_ray */
+            const VF xc = ADD(CVT(IADD(I(i), iota)), vcx0);
+            const VF wx = ADD(MUL(m00, xc), bx);
+            const VF wy = ADD(MUL(m10, xc), by);
+            const VF wz = ADD(MUL(m20, xc), bz);
+            /* pf_rp_fx: atan2(wx, wz) */
+            VF lon;
+            {
+                const VF ay = ABS(wx), ax = ABS(wz);
+                ATAN2_Q1(r, ay, ax);
+                const VF rr = SEL(LT(wz, zero), SUB(F(PF_RP_PI_F), r), r);
+                lon = SEL(LT(wx, zero), NEG(rr), rr);
+            }
+            fx = MUL(ADD(MUL(lon, F(PF_RP_INV_2PI_F)), half), srcw);
+            /* pf_rp_fy with h = sqrt(wx^2 + wz^2) */
+            const VF h = SQRT(ADD(MUL(wx, wx), MUL(wz, wz)));
+            {
+                const VF ay = ABS(wy), ax = h;
+                ATAN2_Q1(r, ay, ax);
+                const VF lat = SEL(LT(wy, zero), NEG(r), r);
+                fy = MUL(SUB(half, MUL(lat, F(PF_RP_INV_PI_F))), srch);
+            }
+            if (sfx) {
+                STOREF(sfx + i, fx);
+                STOREF(sfy + i, fy);
+            }
         }
         /* pf_rp_bilinear */
         const VF sx = SUB(fx, half), sy = SUB(fy, half);
