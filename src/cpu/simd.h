@@ -27,6 +27,9 @@
 #if PF_HAVE_X86_SIMD
 #define PF_TARGET_AVX2 __attribute__((target("avx2")))
 #define PF_TARGET_AVX512 __attribute__((target("avx2,avx512f,avx512bw,avx512dq,avx512vl")))
+/* AVX-512 with VBMI (byte permutes): callers also check pf_cpu_has_avx512vbmi() */
+#define PF_TARGET_AVX512VBMI \
+    __attribute__((target("avx2,avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")))
 #endif
 
 /* YUV 4:2:0 row -> RGB24 (pf_cv_yuv_to_rgb per pixel, k = decoding

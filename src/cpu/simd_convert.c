@@ -99,8 +99,6 @@ PF_TARGET_AVX2 static int yuv_avx2(const float *k, const uint8_t *y, const uint8
  * floats; the clamp is max(0) then an unsigned saturating narrow; R, G, B of
  * 16 pixels sit in bytes 0-15, 16-31, 32-47 of one register and a single
  * byte permute interleaves them. */
-#define PF_TARGET_AVX512VBMI \
-    __attribute__((target("avx2,avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")))
 
 PF_TARGET_AVX512VBMI static inline __m128i round_u8_512(__m512 x)
 {

@@ -18,9 +18,7 @@
 #include <immintrin.h>
 
 /* AVX-512 (VBMI for the 4 -> 3 byte compaction) ------------------------------------------- */
-#define FN                                                                                    \
-    __attribute__((target("avx2,avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi"))) static int \
-    rp_row_avx512
+#define FN PF_TARGET_AVX512VBMI static int rp_row_avx512
 #define W 16
 #define VF __m512
 #define VI __m512i

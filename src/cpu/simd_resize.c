@@ -85,8 +85,6 @@ static void bilin_scalar(const pf_simd_bilin *p, const uint8_t *row, float *h, i
 #if PF_HAVE_X86_SIMD
 #include <immintrin.h>
 
-#define PF_TARGET_AVX512VBMI \
-    __attribute__((target("avx2,avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi")))
 
 PF_TARGET_AVX512VBMI static int bilin_avx512(const pf_simd_bilin *p, const uint8_t *row, float *h)
 {
