@@ -181,18 +181,15 @@ static sampler_fn pick_sampler(int channels, pf_interp interp)
     }
 }
 
-static void render_row(const pf_rp_job *job, sampler_fn sample, int v, int j, int simd)
+/* Pixels [from, width) of view v's row j (from > 0: the SIMD kernel did
+ * the ones before, render_band). */
+static void render_row(const pf_rp_job *job, sampler_fn sample, int v, int j, int from)
 {
     const pf_rp_view *view = &job->views[v];
     pf_rp_row row = pf_rp_row_base(view, j);
     uint8_t *out = job->dst[v] + (size_t)j * job->dst_stride[v];
     float fx[CHUNK], fy[CHUNK];
-    /* the SIMD kernel's whole vectors first (render_band), the chunks
-     * finish the row */
-    const int done =
-        simd ? pf_simd_reproject_row(simd, job, v, j, 0, view->width, out, NULL, NULL, NULL, NULL)
-             : 0;
-    for (int i0 = done; i0 < view->width; i0 += CHUNK) {
+    for (int i0 = from; i0 < view->width; i0 += CHUNK) {
         map_chunk(view, row, i0, job->src_w, job->src_h, fx, fy);
         int cnt = view->width - i0 < CHUNK ? view->width - i0 : CHUNK;
         sample(job, fx, fy, cnt, out + (size_t)i0 * (size_t)job->channels);
@@ -225,16 +222,7 @@ static void render_band(const cpu_task *t, sampler_fn sample, int v, int j0, int
         if (done < x1) break; /* the partial vector at the end of the row */
     }
     if (done >= view->width) return;
-    float fx[CHUNK], fy[CHUNK];
-    for (int j = j0; j < j1; j++) {
-        const pf_rp_row row = pf_rp_row_base(view, j);
-        uint8_t *out = job->dst[v] + (size_t)j * job->dst_stride[v];
-        for (int i0 = done; i0 < view->width; i0 += CHUNK) {
-            map_chunk(view, row, i0, job->src_w, job->src_h, fx, fy);
-            int cnt = view->width - i0 < CHUNK ? view->width - i0 : CHUNK;
-            sample(job, fx, fy, cnt, out + (size_t)i0 * (size_t)job->channels);
-        }
-    }
+    for (int j = j0; j < j1; j++) render_row(job, sample, v, j, done);
 }
 
 static void render_rows(void *user, int ith, int nth)
