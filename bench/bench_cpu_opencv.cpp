@@ -2,7 +2,17 @@
  * the same inputs, in one run, as ratios (OpenCV time / pixflow time: above 1
  * means pixflow is faster).
  *
- *   bench_cpu_opencv [--iters N] [--json]
+ *   bench_cpu_opencv [--iters N] [--json] [--only GROUP[,GROUP...]] [--single]
+ *
+ * --single: both sides on the calling thread alone (a pixflow pool of one
+ * thread, cv::setNumThreads(1)), timed in that thread's CPU time
+ * (CLOCK_THREAD_CPUTIME_ID) instead of wall time: a comparison that a busy
+ * shared machine disturbs much less (time spent waiting for a core is not
+ * counted; cache and memory contention still are).
+ *
+ * GROUP: preprocess, equirect, resize (resize and convert), mask, composite.
+ * PF_CPU_SIMD=none|avx2 in the environment caps pixflow's SIMD kernels
+ * (src/core/cpu_features.h): the scalar "before" on the same machine.
  *
  * Both sides use every core: pixflow through its pf_ops thread pool
  * (pf_cpu_count() threads), OpenCV through its own parallel backend
@@ -14,6 +24,8 @@
  * approximation) the case's note says so. Built only where OpenCV is found. */
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
+
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -28,16 +40,40 @@
 
 namespace {
 
+std::string g_only; /* comma-separated groups, empty: all */
+
+bool want(const char *group)
+{
+    if (g_only.empty()) return true;
+    std::string list = "," + g_only + ",";
+    return list.find(std::string(",") + group + ",") != std::string::npos;
+}
+
 struct Case {
     std::string name, note;
     double pf_ms, cv_ms;
 };
+
+bool g_single = false; /* --single: one thread each, thread CPU time */
+
+double thread_cpu_ms()
+{
+    timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
 
 double median_ms(int iters, const std::function<void()> &fn)
 {
     fn(); /* warm-up: first-touch, thread start, table building */
     std::vector<double> t;
     for (int i = 0; i < iters; i++) {
+        if (g_single) {
+            const double a = thread_cpu_ms();
+            fn();
+            t.push_back(thread_cpu_ms() - a);
+            continue;
+        }
         auto a = std::chrono::steady_clock::now();
         fn();
         auto b = std::chrono::steady_clock::now();
@@ -94,9 +130,11 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) iters = std::max(1, std::atoi(argv[++i]));
         else if (!std::strcmp(argv[i], "--json")) json = true;
+        else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
+        else if (!std::strcmp(argv[i], "--single")) g_single = true;
         else if (!std::strcmp(argv[i], "--device") && i + 1 < argc) ++i; /* always the CPU */
         else {
-            std::fprintf(stderr, "usage: bench_cpu_opencv [--iters N] [--json]\n");
+            std::fprintf(stderr, "usage: bench_cpu_opencv [--iters N] [--json] [--only GROUP,...] [--single]\n");
             return std::strcmp(argv[i], "--help") ? 2 : 0;
         }
     }
@@ -105,13 +143,22 @@ int main(int argc, char **argv)
     check(pf_stream_create(nullptr, &s), "stream");
     pf_ops_params op = pf_ops_params_default();
     op.stream = s;
+    pf_threadpool *pool1 = nullptr;
+    if (g_single) {
+        pf_threadpool_params tp = pf_threadpool_params_default();
+        tp.num_threads = 1; /* the calling thread only */
+        check(pf_threadpool_create(&tp, &pool1), "pool");
+        op.pool = pool1;
+        cv::setNumThreads(1);
+    }
+    const int pf_threads = g_single ? 1 : pf_cpu_count();
     pf_ops *ops = nullptr;
     check(pf_ops_create(&op, &ops), "ops");
     cv::RNG rng(12345);
     std::vector<Case> cases;
 
     /* 1080p BGR -> 512x512 RGB f32 NCHW, ImageNet mean/std. */
-    {
+    if (want("preprocess")) {
         cv::Mat bgr(1080, 1920, CV_8UC3);
         rng.fill(bgr, cv::RNG::UNIFORM, 0, 256);
         pf_frame f = wrap(bgr, PF_PIXFMT_BGR24, 1920, 1080);
@@ -145,7 +192,7 @@ int main(int argc, char **argv)
     /* Equirect 7680x3840 -> 8 views 1920x1080: cv::remap with maps from the
      * same formula, built outside the timed region (pixflow computes its
      * coordinates inside). */
-    {
+    if (want("equirect")) {
         const int W = 7680, H = 3840, VW = 1920, VH = 1080, NV = 8;
         cv::Mat src(H, W, CV_8UC3);
         rng.fill(src, cv::RNG::UNIFORM, 0, 256);
@@ -185,7 +232,7 @@ int main(int argc, char **argv)
     }
 
     /* Resize and colour conversion. */
-    {
+    if (want("resize")) {
         cv::Mat bgr(1080, 1920, CV_8UC3), small(512, 512, CV_8UC3), cvsmall;
         rng.fill(bgr, cv::RNG::UNIFORM, 0, 256);
         pf_frame f = wrap(bgr, PF_PIXFMT_BGR24, 1920, 1080), d = wrap(small, PF_PIXFMT_BGR24, 512, 512);
@@ -209,7 +256,7 @@ int main(int argc, char **argv)
     }
 
     /* Mask post-processing and refinement at 1080p. */
-    {
+    if (want("mask")) {
         cv::Mat prob(1080, 1920, CV_32F), feat(1080, 1920, CV_32F), cvfeat, mask8(1080, 1920, CV_8U),
             out8(1080, 1920, CV_8U), cvout8, cvthr;
         rng.fill(prob, cv::RNG::UNIFORM, 0.0, 1.0);
@@ -235,7 +282,7 @@ int main(int argc, char **argv)
     }
 
     /* Compositing 1080p RGB with a 256x256 model mask. */
-    {
+    if (want("composite")) {
         cv::Mat rgb(1080, 1920, CV_8UC3), out(1080, 1920, CV_8UC3), m256(256, 256, CV_32F), cvout;
         rng.fill(rgb, cv::RNG::UNIFORM, 0, 256);
         rng.fill(m256, cv::RNG::UNIFORM, 0.0, 1.0);
@@ -273,15 +320,17 @@ int main(int argc, char **argv)
 
     if (json) {
         std::printf("{\"bench\": \"cpu_opencv\", \"threads\": %d, \"opencv_threads\": %d, \"opencv\": \"%s\", \"cases\": [",
-                    pf_cpu_count(), cv::getNumThreads(), CV_VERSION);
+                    pf_threads, cv::getNumThreads(), CV_VERSION);
         for (size_t i = 0; i < cases.size(); i++)
             std::printf("%s{\"name\": \"%s\", \"pixflow_ms\": %.4f, \"opencv_ms\": %.4f, \"ratio\": %.3f}",
                         i ? ", " : "", cases[i].name.c_str(), cases[i].pf_ms, cases[i].cv_ms,
                         cases[i].cv_ms / cases[i].pf_ms);
         std::printf("]}\n");
     } else {
-        std::printf("bench_cpu_opencv: pixflow CPU ops (%d threads) vs OpenCV %s (%d threads), median of %d\n\n",
-                    pf_cpu_count(), CV_VERSION, cv::getNumThreads(), iters);
+        std::printf("bench_cpu_opencv: pixflow CPU ops (%d threads) vs OpenCV %s (%d threads), median of %d%s\n",
+                    pf_threads, CV_VERSION, cv::getNumThreads(), iters,
+                    g_single ? ", thread CPU time" : "");
+        std::printf("PF_CPU_SIMD=%s\n\n", std::getenv("PF_CPU_SIMD") ? std::getenv("PF_CPU_SIMD") : "(unset: the CPU's best)");
         std::printf("%-46s %12s %12s %8s\n", "case", "pixflow ms", "OpenCV ms", "ratio");
         for (auto &c : cases)
             std::printf("%-46s %12.3f %12.3f %7.2fx   %s\n", c.name.c_str(), c.pf_ms, c.cv_ms,
@@ -289,6 +338,7 @@ int main(int argc, char **argv)
         std::printf("\nratio = OpenCV / pixflow (> 1: pixflow faster)\n");
     }
     pf_ops_destroy(&ops);
+    if (pool1) pf_threadpool_destroy(&pool1);
     pf_stream_destroy(&s);
     return 0;
 }

@@ -8,6 +8,7 @@
  * background, alpha = mask, standard YUV values, a blurred step against the
  * Gaussian's integral, monotone and symmetric); in place; bad input with
  * its messages. */
+#include "core/cpu_features.h"
 #include <math.h>
 
 #include "composite_check.h"
@@ -71,6 +72,39 @@ static void test_random_vs_reference(void)
     pf_ops_destroy(&cpu1);
     pf_threadpool_destroy(&pool3);
     pf_threadpool_destroy(&pool1);
+}
+
+/* The AVX-512 kernels (src/cpu/simd_composite.c: YUV rows to floats, the
+ * bilinear lerp of image backgrounds and blur upsampling, 16 values a
+ * block; the blur's FIR rows of simd_mask.c) and the scalar path, at every
+ * level this CPU has, against the reference over the sweep of input and
+ * output formats and background kinds; sizes up to 130 pixels (several
+ * blocks and a tail), odd strides. Tolerance: none (bit-exact). */
+static void test_simd_levels(void)
+{
+    pf_threadpool *pool3 = otu_make_pool(3);
+    pf_ops *ref = otu_make_ops(g_stream, 1, NULL), *cpu3 = otu_make_ops(g_stream, 0, pool3),
+           *cpu = otu_make_ops(g_stream, 0, NULL);
+    REQUIRE(ref && cpu3 && cpu);
+    const int top = pf_cpu_simd_detected();
+    for (int level = PF_SIMD_NONE; level <= top; level++) {
+        pf_cpu_simd_cap(level);
+        for (int i = 0; i < CC_SWEEP(3); i++) {
+            cc_case c;
+            char label[64];
+            int rep;
+            pf_status st = cc_sweep_case(&c, i, 33, 130, &rep, label, sizeof label);
+            CHECK_OK(st);
+            if (st == PF_OK) compare_case(ref, (rep & 1) ? cpu : cpu3, &c, label);
+            cc_free(&c);
+        }
+    }
+    pf_cpu_simd_cap(-1);
+    printf("  simd levels checked: none .. %s\n", pf_cpu_simd_name(top));
+    pf_ops_destroy(&ref);
+    pf_ops_destroy(&cpu3);
+    pf_ops_destroy(&cpu);
+    pf_threadpool_destroy(&pool3);
 }
 
 /* The benchmark's shapes, scaled down for the reference: a model-size mask
@@ -804,6 +838,7 @@ int main(void)
     if (!(g_stream = otu_cpu_stream())) return 1;
     PF_RUN(test_random_vs_reference);
     PF_RUN(test_larger_shapes);
+    PF_RUN(test_simd_levels);
     PF_RUN(test_mask_one_and_zero);
     PF_RUN(test_alpha_is_mask);
     PF_RUN(test_nv12_known_colours);

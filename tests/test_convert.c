@@ -10,6 +10,7 @@
  * between rows (stride padding) must be left untouched. */
 #include "ops_test_util.h"
 
+#include "core/cpu_features.h"
 #include "device/backend.h"
 #include "ops/convert.h"
 
@@ -89,6 +90,50 @@ static void test_threads(void)
     pf_ops_destroy(&cpu1);
     pf_threadpool_destroy(&pool3);
     pf_threadpool_destroy(&pool1);
+}
+
+/* The SIMD kernels (src/cpu/simd_convert.c: 16 pixels a step) at every
+ * level this CPU has, the scalar path (level none) included, against the
+ * reference: widths around the vector width (1, 15, 16, 17, ...), odd
+ * heights, padded strides and unaligned starts, both pools. Tolerance:
+ * none (bit-exact, like the rest of this file). */
+static void test_simd_levels(void)
+{
+    pf_threadpool *pool3 = otu_make_pool(3);
+    pf_ops *ref = otu_make_ops(g_stream, 1, NULL), *cpu = otu_make_ops(g_stream, 0, NULL),
+           *cpu3 = otu_make_ops(g_stream, 0, pool3);
+    REQUIRE(ref && cpu && cpu3);
+    static const int widths[] = {1, 2, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 100, 161};
+    static const int heights[] = {1, 2, 3, 8, 67};
+    static const pf_pixfmt srcs[] = {PF_PIXFMT_NV12, PF_PIXFMT_I420};
+    const int top = pf_cpu_simd_detected();
+    for (int level = PF_SIMD_NONE; level <= top; level++) {
+        pf_cpu_simd_cap(level);
+        for (int wi = 0; wi < (int)(sizeof widths / sizeof widths[0]); wi++)
+            for (int hi = 0; hi < (int)(sizeof heights / sizeof heights[0]); hi++)
+                for (int s = 0; s < 2; s++) {
+                    const int w = widths[wi], h = heights[hi];
+                    pf_frame src = {0};
+                    CHECK_OK(otu_make_frame(&src, srcs[s], w, h, (size_t)pf_test_rand_range(0, 9),
+                                            (size_t)pf_test_rand_range(0, 7), OTU_RANDOM));
+                    for (int d = 0; d < NFMT; d++) {
+                        char label[96];
+                        snprintf(label, sizeof label, "simd %s: %s -> %s %dx%d",
+                                 pf_cpu_simd_name(level), pf_pixfmt_name(srcs[s]),
+                                 pf_pixfmt_name(k_formats[d]), w, h);
+                        pf_color_params cp = {(pf_yuv_matrix)((wi + d) & 1),
+                                              (pf_yuv_range)((hi + s) & 1)};
+                        compare(ref, (wi + hi) & 1 ? cpu3 : cpu, &src, k_formats[d], &cp, label);
+                    }
+                    pf_frame_unref(&src);
+                }
+    }
+    pf_cpu_simd_cap(-1);
+    printf("  simd levels checked: none .. %s\n", pf_cpu_simd_name(top));
+    pf_ops_destroy(&ref);
+    pf_ops_destroy(&cpu);
+    pf_ops_destroy(&cpu3);
+    pf_threadpool_destroy(&pool3);
 }
 
 /* Known values ------------------------------------------------------------------ */
@@ -585,6 +630,7 @@ int main(void)
     if (!(g_stream = otu_cpu_stream())) return 1;
     PF_RUN(test_random_vs_reference);
     PF_RUN(test_threads);
+    PF_RUN(test_simd_levels);
     PF_RUN(test_constant_colour);
     PF_RUN(test_gray_round_trip);
     PF_RUN(test_yuv_known);

@@ -19,6 +19,8 @@
 #include "device/backend.h"
 #include "ops/mask.h"
 
+#include "core/cpu_features.h"
+
 static pf_stream *g_stream;
 static pf_threadpool *g_pool1, *g_pool3;
 
@@ -312,6 +314,69 @@ static void test_morph_random(void)
         pf_tensor_unref(&b);
     }
     for (int k = 0; k < 4; k++) CHECK(per_op[k] > 0);
+}
+
+/* The SIMD kernels of the separable filters (src/cpu/simd_mask.c: 16 to 64
+ * values a step) and the streaming morphology (src/cpu/morph_stream.c,
+ * used with SIMD) at every level this CPU has, the scalar path included,
+ * against the reference: widths around the vector widths, 1-pixel and
+ * 1-row planes, several planes, radii up to 64 (rings of 129 rows), pools
+ * of 1, 3 and the default. Tolerance: none (memcmp, as above). */
+static void test_simd_levels(void)
+{
+    static const int widths[] = {1, 15, 16, 17, 31, 33, 63, 64, 65, 130, 200};
+    static const int heights[] = {1, 2, 9, 70};
+    const int top = pf_cpu_simd_detected();
+    int cases = 0;
+    for (int level = PF_SIMD_NONE; level <= top; level++) {
+        pf_cpu_simd_cap(level);
+        for (int wi = 0; wi < (int)(sizeof widths / sizeof widths[0]); wi++)
+            for (int hi = 0; hi < (int)(sizeof heights / sizeof heights[0]); hi++) {
+                const int it = wi * 4 + hi;
+                int64_t shape[3] = {1 + it % 2, heights[hi], widths[wi]};
+                const int H = heights[hi], W = widths[wi];
+                pf_tensor src = host(PF_DTYPE_F32, 3, shape, PF_LAYOUT_NONE);
+                pf_tensor a = host(PF_DTYPE_F32, 3, shape, PF_LAYOUT_NONE);
+                pf_tensor b = host(PF_DTYPE_F32, 3, shape, PF_LAYOUT_NONE);
+                mkc_fill(&src, it % 3 ? MKC_PROBS : MKC_LOGITS);
+                const float sigma = it % 5 == 0 ? 12.0f : (it % 2 ? 4.0f : 1.0f);
+                poison(&a);
+                poison(&b);
+                CHECK_OK(pf_ops_mask_feather(g_ref, &src, &a, sigma));
+                CHECK_OK(pf_ops_mask_feather(some_cpu(it), &src, &b, sigma));
+                char label[96];
+                snprintf(label, sizeof label, "simd %s feather %dx%d sigma %g",
+                         pf_cpu_simd_name(level), H, W, (double)sigma);
+                CHECK_EQ_INT(same_bytes(&a, &b, label), 0);
+                pf_tensor_unref(&src);
+                pf_tensor_unref(&a);
+                pf_tensor_unref(&b);
+
+                pf_tensor ms = host(PF_DTYPE_U8, 3, shape, PF_LAYOUT_NONE);
+                pf_tensor ma = host(PF_DTYPE_U8, 3, shape, PF_LAYOUT_NONE);
+                pf_tensor mb = host(PF_DTYPE_U8, 3, shape, PF_LAYOUT_NONE);
+                for (int64_t p = 0; p < shape[0]; p++)
+                    mkc_fill_mask((uint8_t *)ms.data + (size_t)p * H * W, H, W);
+                for (int op = 0; op < 4; op++) {
+                    const int radius = it % 7 == 0 ? 64 : 1 + (it + op) % 7;
+                    poison(&ma);
+                    poison(&mb);
+                    CHECK_OK(pf_ops_mask_morph(g_ref, &ms, &ma, (pf_morph_op)op, radius));
+                    CHECK_OK(pf_ops_mask_morph(some_cpu(it + op), &ms, &mb, (pf_morph_op)op,
+                                               radius));
+                    snprintf(label, sizeof label, "simd %s morph %dx%d op %d radius %d",
+                             pf_cpu_simd_name(level), H, W, op, radius);
+                    CHECK_EQ_INT(same_bytes(&ma, &mb, label), 0);
+                    cases++;
+                }
+                pf_tensor_unref(&ms);
+                pf_tensor_unref(&ma);
+                pf_tensor_unref(&mb);
+            }
+    }
+    pf_cpu_simd_cap(-1);
+    CHECK(cases > 0);
+    printf("  simd levels checked: none .. %s\n", pf_cpu_simd_name(top));
 }
 
 /* More planes than one group of intermediates (32 MiB) holds: the batched
@@ -958,6 +1023,7 @@ int main(void)
     PF_RUN(test_temporal_random);
     PF_RUN(test_feather_random);
     PF_RUN(test_morph_random);
+    PF_RUN(test_simd_levels);
     PF_RUN(test_plane_groups);
     PF_RUN(test_threshold_known);
     PF_RUN(test_argmax_known);

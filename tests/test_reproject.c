@@ -1,9 +1,14 @@
+#define _DEFAULT_SOURCE /* mmap flags, sysconf */
 /* 360° reprojection on the CPU: the threaded path against the C reference
  * (bit-exact: both run reproject_math.h's float formula), the float formula
  * against ops.h's definition evaluated in double with libm, geometric
  * properties of the output (view centre, 45° edges, yaw + 360, a lat/long
  * grid, cube seams), cube maps against single views, and every validation
  * with its message. */
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/cpu_features.h"
 #include "ops/reproject.h"
 #include "device/backend.h"
 #include "ops_test_util.h"
@@ -72,6 +77,130 @@ static void test_threaded_matches_reference(void)
         compare_views(iter % 2 ? g_cpu : g_cpu3, &src, views, n, interp, pad, offset, "random");
         pf_frame_unref(&src);
     }
+}
+
+/* The SIMD row kernel (src/cpu/simd_reproject.c: 8 or 16 pixels a vector,
+ * tiles of 8 x 128, scalar chunks for each row's rest) at every level this
+ * CPU has, the scalar path included, against the reference: view widths
+ * around the vector widths and the tile width, 1-pixel views, sources of
+ * width 1 and 2 (the kernel needs 2), 3 and 4 channels (the kernel) and 1
+ * (scalar), both interpolations, padded strides. Tolerance: none. */
+static void test_simd_levels(void)
+{
+    static const int vw[] = {1, 7, 15, 16, 17, 33, 129, 200};
+    static const int src_sizes[][2] = {{1, 1}, {2, 1}, {2, 3}, {40, 20}, {301, 150}};
+    const int top = pf_cpu_simd_detected();
+    for (int level = PF_SIMD_NONE; level <= top; level++) {
+        pf_cpu_simd_cap(level);
+        for (int s = 0; s < 5; s++)
+            for (int f = 0; f < RP_NFMT; f++) {
+                const size_t pad = (size_t)(s + f) % 5, offset = (size_t)(s * 3 + f) % 7;
+                pf_frame src;
+                RP_REQUIRE_OK(rp_frame_make(&src, rp_formats[f], src_sizes[s][0], src_sizes[s][1],
+                                            pad, offset));
+                rp_fill_random(&src);
+                pf_view views[8];
+                for (int i = 0; i < 8; i++) {
+                    views[i] = rp_random_view(90, 20);
+                    views[i].width = vw[i];
+                    views[i].height = 1 + (i * 5 + s) % 19;
+                }
+                char what[64];
+                snprintf(what, sizeof what, "simd %s", pf_cpu_simd_name(level));
+                for (int interp = 0; interp < 2; interp++)
+                    compare_views((s + f) & 1 ? g_cpu3 : g_cpu, &src, views, 8,
+                                  interp ? PF_INTERP_BILINEAR : PF_INTERP_NEAREST, pad, offset,
+                                  what);
+                pf_frame_unref(&src);
+            }
+    }
+    pf_cpu_simd_cap(-1);
+    printf("  simd levels checked: none .. %s\n", pf_cpu_simd_name(top));
+}
+
+/* A host frame whose last byte is the last before an inaccessible page
+ * (rows packed, no padding): a SIMD kernel reading past the image faults.
+ * *map / *map_len: the mapping to munmap after the frame is released. */
+static pf_status guarded_frame(pf_frame *f, pf_pixfmt fmt, int w, int h, void **map,
+                               size_t *map_len)
+{
+    const size_t bpp = fmt == PF_PIXFMT_RGBA ? 4 : (fmt == PF_PIXFMT_GRAY8 ? 1 : 3);
+    const size_t size = bpp * (size_t)w * (size_t)h;
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE), body = (size + pg - 1) / pg * pg;
+    uint8_t *m = mmap(NULL, body + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return PF_ERR_NOMEM;
+    if (mprotect(m + body, pg, PROT_NONE) != 0) {
+        munmap(m, body + pg);
+        return PF_ERR_NOMEM;
+    }
+    *map = m;
+    *map_len = body + pg;
+    uint8_t *data = m + body - size;
+    for (size_t i = 0; i < size; i++) data[i] = (uint8_t)(pf_test_rand() >> 7);
+    pf_buffer *b = NULL;
+    pf_status st = pf_buffer_wrap(data, size, PF_MEM_HOST, NULL, NULL, NULL, &b);
+    if (st != PF_OK) return st;
+    size_t strides[PF_FRAME_MAX_PLANES] = {bpp * (size_t)w, 0, 0};
+    st = pf_frame_wrap(f, fmt, w, h, b, 0, strides);
+    pf_buffer_unref(&b);
+    return st;
+}
+
+/* The row kernel never reads past a source that ends at a page boundary:
+ * its 4-byte gathers of 3-byte pixels read the last column from one byte
+ * earlier. Views looking straight down sample the last row at every
+ * longitude, so the last pixel too; 3 and 4 channels, every level, against
+ * the reference. */
+static void test_simd_source_end(void)
+{
+    static const pf_pixfmt fmts[] = {PF_PIXFMT_RGB24, PF_PIXFMT_RGBA};
+    const int top = pf_cpu_simd_detected();
+    for (int level = PF_SIMD_NONE; level <= top; level++) {
+        pf_cpu_simd_cap(level);
+        for (int f = 0; f < 2; f++) {
+            pf_frame src = {0};
+            void *map = NULL;
+            size_t map_len = 0;
+            CHECK_OK(guarded_frame(&src, fmts[f], 61, 30, &map, &map_len));
+            if (!map) continue;
+            pf_view views[4];
+            for (int i = 0; i < 4; i++)
+                views[i] = (pf_view){90.0f * (float)i + 7.0f, i & 1 ? -90.0f : 90.0f, 0, 120, 64, 40};
+            compare_views(g_cpu, &src, views, 4, PF_INTERP_BILINEAR, 0, 0, "simd source end");
+            pf_frame_unref(&src);
+            munmap(map, map_len);
+        }
+    }
+    pf_cpu_simd_cap(-1);
+}
+
+/* The coordinate maps the CPU path keeps between calls with the same views
+ * and source size (src/cpu/reproject.c): a repeated call reads them, and a
+ * change of any view, of the source size or of the view count computes new
+ * ones; every call equals the reference (3 and 4 channels, strides that
+ * differ between calls with the same key, both pools). */
+static void test_map_cache(void)
+{
+    pf_view views[3];
+    for (int i = 0; i < 3; i++) views[i] = (pf_view){33.0f * (float)i - 20.0f, 10.0f, 5.0f, 80, 70 + 9 * i, 21};
+    pf_frame src[3];
+    RP_REQUIRE_OK(rp_frame_make(&src[0], PF_PIXFMT_RGB24, 301, 150, 3, 1));
+    RP_REQUIRE_OK(rp_frame_make(&src[1], PF_PIXFMT_RGBA, 301, 150, 0, 0));
+    RP_REQUIRE_OK(rp_frame_make(&src[2], PF_PIXFMT_RGB24, 300, 150, 7, 2));
+    for (int i = 0; i < 3; i++) rp_fill_random(&src[i]);
+    for (int round = 0; round < 2; round++) {
+        pf_ops *ops = round ? g_cpu3 : g_cpu;
+        compare_views(ops, &src[0], views, 3, PF_INTERP_BILINEAR, 3, 1, "map fill");
+        compare_views(ops, &src[0], views, 3, PF_INTERP_BILINEAR, 3, 1, "map reuse");
+        compare_views(ops, &src[1], views, 3, PF_INTERP_BILINEAR, 0, 0, "map reuse, RGBA");
+        views[1].yaw += 1.0f;
+        compare_views(ops, &src[1], views, 3, PF_INTERP_BILINEAR, 0, 0, "a view changed");
+        compare_views(ops, &src[2], views, 3, PF_INTERP_BILINEAR, 7, 2, "source width changed");
+        compare_views(ops, &src[2], views, 2, PF_INTERP_BILINEAR, 7, 2, "fewer views");
+        compare_views(ops, &src[2], views, 2, PF_INTERP_BILINEAR, 7, 2, "fewer views, reuse");
+        compare_views(ops, &src[0], views, 3, PF_INTERP_NEAREST, 3, 1, "nearest");
+    }
+    for (int i = 0; i < 3; i++) pf_frame_unref(&src[i]);
 }
 
 /* The most views a call takes, of mixed sizes, and one wide view (several
@@ -715,6 +844,9 @@ int main(void)
     PF_RUN(test_mapping_accuracy);
     PF_RUN(test_threaded_matches_reference);
     PF_RUN(test_many_views_and_wide);
+    PF_RUN(test_simd_levels);
+    PF_RUN(test_simd_source_end);
+    PF_RUN(test_map_cache);
     PF_RUN(test_view_centre);
     PF_RUN(test_edges_of_90_degree_view);
     PF_RUN(test_yaw_plus_360);

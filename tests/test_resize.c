@@ -1,3 +1,4 @@
+#define _DEFAULT_SOURCE /* mmap flags, sysconf */
 /* pf_ops_resize and pf_ops_resize_mask on the CPU: the multi-threaded path
  * against the C reference on random inputs (every format and interpolation,
  * 1x1 and odd sizes, padded strides, unaligned starts, up and down and mixed
@@ -13,6 +14,11 @@
 #include "ops_test_util.h"
 
 #include "device/backend.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/cpu_features.h"
 
 static pf_stream *g_stream;
 
@@ -60,6 +66,108 @@ static void test_random_vs_reference(void)
             pf_frame_unref(&src);
         }
     }
+    pf_ops_destroy(&ref);
+    pf_ops_destroy(&cpu);
+}
+
+/* The SIMD bilinear kernels (src/cpu/simd_resize.c: 16 values a block, a
+ * 128-byte window per block with AVX-512 VBMI, gathers with AVX2, scalar
+ * blocks for steeper downscales and row tails) at every level this CPU
+ * has, the scalar path included, against the reference: u8 formats of 1,
+ * 2 (NV12's UV), 3 and 4 channels, destination widths around the vector
+ * width, upscales, mild and steep (> 7x) downscales, 1-pixel sources and
+ * destinations, padded strides. Tolerance: none (bit-exact). */
+static void test_simd_levels(void)
+{
+    pf_threadpool *pool3 = otu_make_pool(3);
+    pf_ops *ref = otu_make_ops(g_stream, 1, NULL), *cpu = otu_make_ops(g_stream, 0, NULL),
+           *cpu3 = otu_make_ops(g_stream, 0, pool3);
+    REQUIRE(ref && cpu && cpu3);
+    static const int sizes[][4] = {
+        {1, 1, 17, 3},     {2, 3, 1, 1},    {16, 4, 17, 5},   {33, 9, 16, 4},
+        {100, 7, 33, 12},  {64, 20, 63, 9}, {300, 30, 17, 7}, {450, 11, 40, 5},
+        {1920, 8, 512, 3}, {97, 5, 200, 11}};
+    static const pf_pixfmt fmts[] = {PF_PIXFMT_RGB24, PF_PIXFMT_RGBA, PF_PIXFMT_GRAY8,
+                                     PF_PIXFMT_NV12};
+    const int top = pf_cpu_simd_detected();
+    for (int level = PF_SIMD_NONE; level <= top; level++) {
+        pf_cpu_simd_cap(level);
+        for (int k = 0; k < (int)(sizeof sizes / sizeof sizes[0]); k++)
+            for (int f = 0; f < 4; f++) {
+                pf_frame src = {0};
+                CHECK_OK(otu_make_frame(&src, fmts[f], sizes[k][0], sizes[k][1],
+                                        (size_t)pf_test_rand_range(0, 9),
+                                        (size_t)pf_test_rand_range(0, 5), OTU_RANDOM));
+                char label[96];
+                snprintf(label, sizeof label, "simd %s case %d", pf_cpu_simd_name(level), k);
+                compare(ref, k & 1 ? cpu3 : cpu, &src, sizes[k][2], sizes[k][3],
+                        PF_INTERP_BILINEAR, label);
+                pf_frame_unref(&src);
+            }
+    }
+    pf_cpu_simd_cap(-1);
+    printf("  simd levels checked: none .. %s\n", pf_cpu_simd_name(top));
+    pf_ops_destroy(&ref);
+    pf_ops_destroy(&cpu);
+    pf_ops_destroy(&cpu3);
+    pf_threadpool_destroy(&pool3);
+}
+
+/* A host frame whose last byte is the last before an inaccessible page
+ * (rows packed, no padding): a SIMD kernel reading past the image faults.
+ * *map / *map_len: the mapping to munmap after the frame is released. */
+static pf_status guarded_frame(pf_frame *f, pf_pixfmt fmt, int w, int h, void **map,
+                               size_t *map_len)
+{
+    const size_t bpp = fmt == PF_PIXFMT_RGBA ? 4 : (fmt == PF_PIXFMT_GRAY8 ? 1 : 3);
+    const size_t size = bpp * (size_t)w * (size_t)h;
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE), body = (size + pg - 1) / pg * pg;
+    uint8_t *m = mmap(NULL, body + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return PF_ERR_NOMEM;
+    if (mprotect(m + body, pg, PROT_NONE) != 0) {
+        munmap(m, body + pg);
+        return PF_ERR_NOMEM;
+    }
+    *map = m;
+    *map_len = body + pg;
+    uint8_t *data = m + body - size;
+    for (size_t i = 0; i < size; i++) data[i] = (uint8_t)(pf_test_rand() >> 7);
+    pf_buffer *b = NULL;
+    pf_status st = pf_buffer_wrap(data, size, PF_MEM_HOST, NULL, NULL, NULL, &b);
+    if (st != PF_OK) return st;
+    size_t strides[PF_FRAME_MAX_PLANES] = {bpp * (size_t)w, 0, 0};
+    st = pf_frame_wrap(f, fmt, w, h, b, 0, strides);
+    pf_buffer_unref(&b);
+    return st;
+}
+
+/* The bilinear kernels never read past a source image that ends at a page
+ * boundary (AVX-512 masked window loads, AVX2 gathers only for the values
+ * whose 4-byte reads stay inside the row): 1, 3 and 4 channels, up- and
+ * downscales, at every level, against the reference. */
+static void test_simd_source_end(void)
+{
+    pf_ops *ref = otu_make_ops(g_stream, 1, NULL), *cpu = otu_make_ops(g_stream, 0, NULL);
+    REQUIRE(ref && cpu);
+    static const pf_pixfmt fmts[] = {PF_PIXFMT_RGB24, PF_PIXFMT_RGBA, PF_PIXFMT_GRAY8};
+    static const int sizes[][4] = {{37, 5, 16, 3}, {37, 5, 80, 9}, {200, 3, 33, 2}, {3, 2, 50, 4}};
+    const int top = pf_cpu_simd_detected();
+    for (int level = PF_SIMD_NONE; level <= top; level++) {
+        pf_cpu_simd_cap(level);
+        for (int f = 0; f < 3; f++)
+            for (int k = 0; k < 4; k++) {
+                pf_frame src = {0};
+                void *map = NULL;
+                size_t map_len = 0;
+                CHECK_OK(guarded_frame(&src, fmts[f], sizes[k][0], sizes[k][1], &map, &map_len));
+                if (!map) continue;
+                compare(ref, cpu, &src, sizes[k][2], sizes[k][3], PF_INTERP_BILINEAR,
+                        "simd source end");
+                pf_frame_unref(&src);
+                munmap(map, map_len);
+            }
+    }
+    pf_cpu_simd_cap(-1);
     pf_ops_destroy(&ref);
     pf_ops_destroy(&cpu);
 }
@@ -449,6 +557,8 @@ int main(void)
     if (!(g_stream = otu_cpu_stream())) return 1;
     PF_RUN(test_random_vs_reference);
     PF_RUN(test_extreme_and_threads);
+    PF_RUN(test_simd_levels);
+    PF_RUN(test_simd_source_end);
     PF_RUN(test_known_rows);
     PF_RUN(test_constant);
     PF_RUN(test_known_2d);

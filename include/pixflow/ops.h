@@ -7,6 +7,19 @@
  * CUDA, pinned host memory works too but is slow). Nothing allocates per call:
  * scratch memory grows once, on the first call that needs it.
  *
+ * On x86-64 the CPU path runs AVX2 or AVX-512 kernels where the CPU has them
+ * (YUV -> RGB decoding, bilinear resize of u8 images, feather, morphology,
+ * bilinear reprojection of 3- and 4-channel images, parts of composite and
+ * preprocess), chosen at run time; the environment variable
+ * PF_CPU_SIMD=none|avx2 caps the choice. They evaluate the same
+ * single-precision operations in the same order as the scalar path (no
+ * fused multiply-adds, no fixed point), so every statement below about the
+ * CPU path's agreement with the reference and with CUDA holds for them
+ * unchanged: identical bytes where it says so. With them, a CPU context
+ * keeps the reprojection's source coordinates between calls with the same
+ * views and source size: host memory of 8 bytes per view pixel (none above
+ * 256 MiB), held until pf_ops_destroy.
+ *
  *   pf_ops_params op = pf_ops_params_default();
  *   op.stream = stream;                 // CUDA stream: kernels; CPU stream: threads
  *   pf_ops *ops = NULL;

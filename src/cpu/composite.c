@@ -35,6 +35,7 @@
 
 #include "../ops/composite.h"
 #include "../ops/ops_impl.h"
+#include "simd.h"
 
 #define ALIGN64(x) (((x) + 63) & ~(size_t)63)
 
@@ -47,6 +48,7 @@ typedef struct cpu_job {
     const pf_cmp_params *p;
     const cmp_tap *mx;      /* mask column taps [W] */
     const cmp_tap *bx;      /* image (IMAGE) or blur-upsampling (BLUR, q > 1) column taps [W] */
+    const pf_simd_lerp3_map *bl; /* bx planned for the SIMD lerp kernel, or NULL */
     float *t;               /* blur horizontal pass (full: W x H x 3; small: bw x bh x 3) */
     float *small;           /* q > 1: box average */
     float *blurred;         /* q > 1: blurred small image */
@@ -104,7 +106,13 @@ WIDE_CLONES static void load_row(const pf_cmp_image *im, const float *k, int y, 
         v = im->plane[2] + (y >> 1) * im->stride[2];
         up = 1;
     }
-    for (int x = 0; x < n; x++) {
+    /* whole blocks of 16 through the SIMD kernel (pairs of pixels share
+     * chroma: from an even pixel), the loop finishes */
+    int x = 0;
+    if (!(x0 & 1))
+        x = pf_simd_yuv_to_rgbf(pf_cpu_simd_level(), k, row + x0, u + (x0 >> 1) * up,
+                                v + (x0 >> 1) * up, up, n, out);
+    for (; x < n; x++) {
         int X = x0 + x;
         pf_cmp_yuv2rgb((float)row[X], (float)u[(X >> 1) * up], (float)v[(X >> 1) * up], k,
                        &out[3 * x], &out[3 * x + 1], &out[3 * x + 2]);
@@ -116,6 +124,10 @@ WIDE_CLONES static void load_row(const pf_cmp_image *im, const float *k, int y, 
 /* acc[i] = sum_k w_k src[i + 3k], i < n3, k = 0..2r, from 0 in increasing k. */
 WIDE_CLONES static void filter_row(const float *src, const float *w, int r, int n3, float *restrict acc)
 {
+    /* the SIMD kernel's register-blocked sums first (same order), the loops
+     * below finish the row */
+    const int d = pf_simd_fir_taps(pf_cpu_simd_level(), acc, src, w, 2 * r + 1, 3, n3);
+    src += d, acc += d, n3 -= d;
     for (int i = 0; i < n3; i++) acc[i] = 0.0f;
     for (int k = 0; k <= 2 * r; k++) {
         const float wk = w[k], *s = src + 3 * k;
@@ -135,12 +147,19 @@ static void pad_row(const float *row, int n, int r, float *pad)
 WIDE_CLONES static void filter_col(const float *img, size_t row_len, int h, int y, const float *w, int r,
                        float *restrict acc)
 {
-    for (size_t i = 0; i < row_len; i++) acc[i] = 0.0f;
+    const float *rows[PF_CMP_MAX_TAPS];
     for (int k = 0; k <= 2 * r; k++) {
         int yy = y + k - r;
         yy = yy < 0 ? 0 : (yy > h - 1 ? h - 1 : yy);
-        const float wk = w[k], *s = img + (size_t)yy * row_len;
-        for (size_t i = 0; i < row_len; i++) acc[i] = CMP_ADD(acc[i], CMP_MUL(wk, s[i]));
+        rows[k] = img + (size_t)yy * row_len;
+    }
+    /* SIMD kernel first (same sums), the loops finish the row */
+    const size_t d = (size_t)pf_simd_fir_rows(pf_cpu_simd_level(), acc, rows, w, 2 * r + 1,
+                                              (int)row_len);
+    for (size_t i = d; i < row_len; i++) acc[i] = 0.0f;
+    for (int k = 0; k <= 2 * r; k++) {
+        const float wk = w[k], *s = rows[k];
+        for (size_t i = d; i < row_len; i++) acc[i] = CMP_ADD(acc[i], CMP_MUL(wk, s[i]));
     }
 }
 
@@ -321,10 +340,12 @@ WIDE_CLONES static void mask_row(const cpu_job *job, rowbufs *rb, int y, float *
     }
 }
 
-/* Bilinear row from two source rows of R, G, B floats with column taps t. */
+/* Bilinear row from two source rows of R, G, B floats with column taps t
+ * (the SIMD kernel with its plan `pl` when there is one). */
 static void lerp_rows(const float *r0, const float *r1, const cmp_tap *t, float fy, int W,
-                      float *out)
+                      const pf_simd_lerp3_map *pl, float *out)
 {
+    if (pl && pf_simd_lerp3(pf_cpu_simd_level(), pl, r0, r1, fy, out)) return;
     for (int x = 0; x < W; x++) {
         const float *a0 = r0 + 3 * t[x].k0, *a1 = r0 + 3 * t[x].k1;
         const float *b0 = r1 + 3 * t[x].k0, *b1 = r1 + 3 * t[x].k1;
@@ -365,7 +386,7 @@ static void background_row(const cpu_job *job, int y, rowbufs *rb, float *out)
         load_row(&p->image, p->yuv, y0, 0, iw, r0);
         if (y1 != y0) load_row(&p->image, p->yuv, y1, 0, iw, r1);
         else r1 = r0;
-        lerp_rows(r0, r1, job->bx, fy, W, out);
+        lerp_rows(r0, r1, job->bx, fy, W, job->bl, out);
         return;
     }
     default: break; /* BLUR */
@@ -378,7 +399,8 @@ static void background_row(const cpu_job *job, int y, rowbufs *rb, float *out)
     float fy;
     pf_cmp_taps(2 * (int64_t)y + 1 - p->blur_q, 2 * (int64_t)p->blur_q, p->blur_h, &y0, &y1, &fy);
     const size_t rl = (size_t)p->blur_w * 3;
-    lerp_rows(job->blurred + (size_t)y0 * rl, job->blurred + (size_t)y1 * rl, job->bx, fy, W, out);
+    lerp_rows(job->blurred + (size_t)y0 * rl, job->blurred + (size_t)y1 * rl, job->bx, fy, W,
+              job->bl, out);
 }
 
 /* Output RGB bytes of one row into rgb[3W] (R, G, B order); m3 is scratch.
@@ -557,6 +579,12 @@ pf_status pf_cpu_composite(pf_ops *ops, const pf_cmp_params *p)
             need += ALIGN64(small * sizeof(float));
         }
     }
+    /* bx through the SIMD lerp kernel (AVX-512): its plan */
+    const int lerp_w = p->kind == PF_BG_IMAGE ? p->image.width : (blur ? p->blur_w : 0);
+    const int plan = pf_cpu_simd_level() >= PF_SIMD_AVX512 &&
+                     (p->kind == PF_BG_IMAGE || (blur && p->blur_q > 1));
+    const size_t off_plan = need;
+    if (plan) need += ALIGN64(pf_simd_lerp3_bytes(W));
     off_thr = need;
     const size_t tb = thread_bytes(p);
     need += tb * (size_t)nth;
@@ -574,6 +602,12 @@ pf_status pf_cpu_composite(pf_ops *ops, const pf_cmp_params *p)
         fill_taps(bx, W, 1, p->blur_q, 2 * (int64_t)p->blur_q, p->blur_w);
     job.mx = mx;
     job.bx = bx;
+    pf_simd_lerp3_map bl;
+    if (plan) {
+        pf_simd_lerp3_plan(&bl, base + off_plan, &bx[0].k0, &bx[0].k1, &bx[0].f, sizeof(cmp_tap), W,
+                           lerp_w);
+        job.bl = &bl;
+    }
     if (blur) {
         job.t = (float *)(base + off_t);
         if (p->blur_q == 1) {

@@ -26,6 +26,7 @@
 
 #include "../ops/convert.h"
 #include "../ops/ops_impl.h"
+#include "simd.h"
 
 #define ALIGN64(x) (((x) + 63) & ~(size_t)63)
 
@@ -34,6 +35,7 @@ typedef struct cv_tables {
     float lr[256], lg[256], lb[256];
     /* Y of a YUV destination: cr R, cg G, cb B */
     float er[256], eg[256], eb[256];
+    int simd; /* pf_cpu_simd_level() at the call: YUV decoding's kernel */
 } cv_tables;
 
 typedef struct cv_job {
@@ -127,8 +129,16 @@ CV_INLINE void decode_yuv_c(const float *k, const uint8_t *yr, const uint8_t *u,
 }
 
 static void decode_yuv(const float *k, const uint8_t *yr, const uint8_t *u, const uint8_t *v,
-                       int cstep, int w, uint8_t *rgb)
+                       int cstep, int w, uint8_t *rgb, int simd)
 {
+    /* The SIMD kernel takes whole blocks of 16 pixels (pairs never split);
+     * the scalar blocks finish the row. */
+    const int done = pf_simd_yuv_to_rgb(simd, k, yr, u, v, cstep, w, rgb);
+    if (done) {
+        yr += done, u += done / 2 * cstep, v += done / 2 * cstep, rgb += 3 * (size_t)done;
+        w -= done;
+        if (!w) return;
+    }
     if (cstep == 2) decode_yuv_c(k, yr, u, v, 2, w, rgb);
     else decode_yuv_c(k, yr, u, v, 1, w, rgb);
 }
@@ -162,11 +172,12 @@ static const uint8_t *decode_row(const pf_cv_params *p, const cv_tables *t, int 
         break;
     case PF_PIXFMT_NV12: {
         const uint8_t *uv = row_ptr(f, 1, y >> 1);
-        decode_yuv(p->k.dec, s, uv, uv + 1, 2, w, out);
+        decode_yuv(p->k.dec, s, uv, uv + 1, 2, w, out, t->simd);
         break;
     }
     default: /* I420 */
-        decode_yuv(p->k.dec, s, row_ptr(f, 1, y >> 1), row_ptr(f, 2, y >> 1), 1, w, out);
+        decode_yuv(p->k.dec, s, row_ptr(f, 1, y >> 1), row_ptr(f, 2, y >> 1), 1, w, out,
+                   t->simd);
         break;
     }
     return out;
@@ -304,6 +315,7 @@ pf_status pf_cpu_convert(pf_ops *ops, const pf_cv_params *p)
 {
     cv_tables t;
     build_tables(p, &t);
+    t.simd = pf_cpu_simd_level();
     const int pairs = (p->height + 1) / 2;
     int nth = ops->pool ? pf_threadpool_size(ops->pool) : 1;
     if (nth > pairs) nth = pairs;

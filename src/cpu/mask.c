@@ -43,6 +43,8 @@
 
 #include "../ops/mask.h"
 #include "../ops/ops_impl.h"
+#include "morph_stream.h"
+#include "simd.h"
 
 #define ALIGN64(x) (((x) + 63) & ~(size_t)63)
 #define ARG_CHUNK 256                       /* pixels per argmax chunk */
@@ -324,6 +326,7 @@ typedef struct sep_job {
     const void *in;       /* first plane of the group */
     void *out;
     int is_max;           /* morph pass: dilate (1) or erode (0) */
+    int simd;             /* pf_cpu_simd_level() at the call */
     uint8_t *rowbuf;      /* per thread, rowbuf_stride bytes each */
     size_t rowbuf_stride;
 } sep_job;
@@ -344,7 +347,9 @@ static void feather_h(void *user, int ith, int nth)
         for (int i = 0; i < R; i++) buf[i] = srow[0];
         memcpy(buf + R, srow, sizeof(float) * Ws);
         for (int i = 0; i < R; i++) buf[R + W + i] = srow[W - 1];
-        for (int x0 = 0; x0 < W; x0 += XBLOCK) {
+        /* SIMD kernel first (whole vectors, same sums), the blocks finish */
+        const int done = pf_simd_fir_taps(job->simd, out, buf, w, 2 * R + 1, 1, W);
+        for (int x0 = done; x0 < W; x0 += XBLOCK) {
             const int n = W - x0 < XBLOCK ? W - x0 : XBLOCK;
             float *restrict o = out + x0;
             for (int x = 0; x < n; x++) o[x] = 0.0f;
@@ -366,7 +371,10 @@ static void feather_v(void *user, int ith, int nth)
         const int y = (int)(r - q * H);
         const float *in = (const float *)job->in + (size_t)q * plane;
         float *restrict out = (float *)job->out + (size_t)r * Ws;
-        for (int x0 = 0; x0 < W; x0 += XBLOCK) {
+        const float *rows[PF_MK_MAX_TAPS];
+        for (int k = 0; k <= 2 * R; k++) rows[k] = in + (size_t)clampi(y + k - R, 0, H - 1) * Ws;
+        const int done = pf_simd_fir_rows(job->simd, out, rows, w, 2 * R + 1, W);
+        for (int x0 = done; x0 < W; x0 += XBLOCK) {
             const int n = W - x0 < XBLOCK ? W - x0 : XBLOCK;
             float *restrict o = out + x0;
             for (int x = 0; x < n; x++) o[x] = 0.0f;
@@ -388,7 +396,8 @@ pf_status pf_cpu_mask_feather(pf_ops *ops, const pf_mk_sep *a)
     pf_status st = pf_ops_scratch(ops, tmp_bytes + rowbuf_stride * (size_t)nth, &mem);
     if (st != PF_OK) return st;
     float *tmp = mem;
-    sep_job job = {.a = a, .rowbuf = (uint8_t *)mem + tmp_bytes, .rowbuf_stride = rowbuf_stride};
+    sep_job job = {.a = a, .rowbuf = (uint8_t *)mem + tmp_bytes, .rowbuf_stride = rowbuf_stride,
+                   .simd = pf_cpu_simd_level()};
     for (int64_t p0 = 0; p0 < a->planes; p0 += group) {
         const int64_t g = a->planes - p0 < group ? a->planes - p0 : group;
         const size_t off = (size_t)p0 * (size_t)H * (size_t)W;
@@ -419,8 +428,9 @@ static void morph_h(void *user, int ith, int nth)
         memset(buf, srow[0], (size_t)r);
         memcpy(buf + r, srow, Ws);
         memset(buf + r + W, srow[W - 1], (size_t)r);
-        memcpy(o, buf, Ws);
-        for (int k = 1; k <= 2 * r; k++) minmax(o, buf + k, W, job->is_max);
+        const int done = pf_simd_minmax_taps(job->simd, o, buf, 2 * r + 1, W, job->is_max);
+        memcpy(o + done, buf + done, Ws - (size_t)done);
+        for (int k = 1; k <= 2 * r; k++) minmax(o + done, buf + k + done, W - done, job->is_max);
     }
 }
 
@@ -437,8 +447,12 @@ static void morph_v(void *user, int ith, int nth)
         const uint8_t *in = (const uint8_t *)job->in + (size_t)q * plane;
         uint8_t *restrict o = (uint8_t *)job->out + (size_t)row * Ws;
         const int y0 = y - r < 0 ? 0 : y - r, y1 = y + r > H - 1 ? H - 1 : y + r;
-        memcpy(o, in + (size_t)y0 * Ws, Ws);
-        for (int yy = y0 + 1; yy <= y1; yy++) minmax(o, in + (size_t)yy * Ws, W, job->is_max);
+        const uint8_t *rows[2 * PF_MK_MAX_MORPH_RADIUS + 1];
+        for (int yy = y0; yy <= y1; yy++) rows[yy - y0] = in + (size_t)yy * Ws;
+        const size_t d = (size_t)pf_simd_minmax_rows(job->simd, o, rows, y1 - y0 + 1, W, job->is_max);
+        memcpy(o + d, in + (size_t)y0 * Ws + d, Ws - d);
+        for (int yy = y0 + 1; yy <= y1; yy++)
+            minmax(o + d, in + (size_t)yy * Ws + d, W - (int)d, job->is_max);
     }
 }
 
@@ -458,6 +472,11 @@ static pf_status morph_stage(pf_ops *ops, int nth, sep_job *job, const uint8_t *
 
 pf_status pf_cpu_mask_morph(pf_ops *ops, const pf_mk_sep *a)
 {
+    /* With the SIMD kernels, the fused passes (morph_stream.c) when their
+     * rings fit; the plane passes below otherwise and without SIMD. */
+    const int simd = pf_cpu_simd_level();
+    pf_status sst;
+    if (simd >= PF_SIMD_AVX2 && pf_cpu_morph_stream(ops, a, simd, &sst)) return sst;
     const int H = a->height, W = a->width, r = a->radius;
     const size_t plane = (size_t)H * (size_t)W;
     const int two = a->op == PF_MORPH_OPEN || a->op == PF_MORPH_CLOSE;
@@ -471,7 +490,7 @@ pf_status pf_cpu_mask_morph(pf_ops *ops, const pf_mk_sep *a)
     if (st != PF_OK) return st;
     uint8_t *ta = mem, *tb = ta + tmp_bytes;
     sep_job job = {.a = a, .rowbuf = ta + tmp_bytes * (two ? 2 : 1),
-                   .rowbuf_stride = rowbuf_stride};
+                   .rowbuf_stride = rowbuf_stride, .simd = simd};
     /* First and second stage: erode = min, dilate = max. */
     const int first_max = a->op == PF_MORPH_DILATE || a->op == PF_MORPH_CLOSE;
     for (int64_t p0 = 0; p0 < a->planes; p0 += group) {

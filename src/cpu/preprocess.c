@@ -18,10 +18,12 @@
  *   the test holds it to 1e-5 of the output range (f32) or 1 ulp (f16).
  * - Nothing is allocated per call: tap tables and row buffers live in
  *   pf_ops_scratch, which grows once. */
+#include <stdint.h>
 #include <string.h>
 
 #include "../ops/ops_impl.h"
 #include "../ops/preprocess.h"
+#include "simd.h"
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
@@ -53,6 +55,8 @@ typedef struct pp_job {
     float *rowbuf;       /* per thread: h, acc, ob; width * 3 floats each */
     size_t rowbuf_stride;
     to_f16_fn to_f16;
+    int simd;                         /* pf_cpu_simd_level() at the call */
+    const pf_simd_bilin *bl[PF_PP_MAX_FRAMES]; /* packed bilinear planned for SIMD, or NULL */
 } pp_job;
 
 static int axis_taps(int c, int r, int interp)
@@ -261,11 +265,25 @@ static void store(const pf_pp_params *p, to_f16_fn to_f16, size_t at, const floa
  * interleaved, content pixels) inside. The row is assembled as floats in
  * output order in `ob` (3 * width), then stored. */
 static void write_row(const pf_pp_params *p, to_f16_fn to_f16, int n, int y, int x0, int cw,
-                      const float *acc, float *ob)
+                      const float *acc, float *ob, int simd)
 {
     const size_t W = (size_t)p->width, H = (size_t)p->height;
     const int src_c[3] = {p->bgr ? 2 : 0, 1, p->bgr ? 0 : 2};
-    if (p->nchw) {
+    if (p->nchw && simd >= PF_SIMD_AVX512) {
+        /* the three planes at once (ob holds 3 W floats): the SIMD kernel
+         * for whole blocks, the loop below for the rest */
+        float *o3[3] = {ob, ob + W, ob + 2 * W}, *oc[3] = {ob + x0, ob + W + x0, ob + 2 * W + x0};
+        const int d = pf_simd_planar3_affine(simd, acc, cw, p->scale, p->bias, src_c, oc);
+        for (int c = 0; c < 3; c++) {
+            const float sc = p->scale[c], bi = p->bias[c], pad = p->pad_out[c];
+            const float *a = acc + src_c[c];
+            float *o = o3[c];
+            for (int x = 0; x < x0; x++) o[x] = pad;
+            for (int i = d; i < cw; i++) o[x0 + i] = a[3 * i] * sc + bi;
+            for (size_t x = (size_t)(x0 + cw); x < W; x++) o[x] = pad;
+            store(p, to_f16, (((size_t)n * 3 + (size_t)c) * H + (size_t)y) * W, o, W);
+        }
+    } else if (p->nchw) {
         for (int c = 0; c < 3; c++) {
             const float sc = p->scale[c], bi = p->bias[c], pad = p->pad_out[c];
             const float *a = acc + src_c[c];
@@ -286,6 +304,13 @@ static void write_row(const pf_pp_params *p, to_f16_fn to_f16, int n, int y, int
     }
 }
 
+/* acc = wy0 h0 + wy1 h1 (restrict: vectorised without alias checks). */
+static void blend_rows(float *restrict acc, const float *restrict h0, const float *restrict h1,
+                       float wy0, float wy1, int n)
+{
+    for (int i = 0; i < n; i++) acc[i] = wy0 * h0[i] + wy1 * h1[i];
+}
+
 static void pp_rows(void *user, int ith, int nth)
 {
     const pp_job *job = user;
@@ -301,11 +326,24 @@ static void pp_rows(void *user, int ith, int nth)
         const pp_taps *t = &job->taps[n];
         const int j = y - f->pad_top;
         if (j < 0 || j >= f->content_h) {
-            write_row(p, job->to_f16, n, y, p->width, 0, acc, ob); /* all padding */
+            write_row(p, job->to_f16, n, y, p->width, 0, acc, ob, job->simd); /* all padding */
+            continue;
+        }
+        if (job->bl[n]) {
+            /* SIMD: each source row filtered by the kernel (w0 a + w1 b per
+             * value), then wy0 h0 + wy1 h1: bilinear_packed's operations in
+             * its order, so the same bits */
+            const float wy0 = t->yw[2 * (size_t)j], wy1 = t->yw[2 * (size_t)j + 1];
+            const uint8_t *ra = f->plane[0] + t->yk[2 * (size_t)j] * f->stride[0];
+            const uint8_t *rb = f->plane[0] + t->yk[2 * (size_t)j + 1] * f->stride[0];
+            pf_simd_bilinear_h_u8(job->simd, job->bl[n], ra, h);
+            pf_simd_bilinear_h_u8(job->simd, job->bl[n], rb, ob);
+            blend_rows(acc, h, ob, wy0, wy1, 3 * f->content_w);
+            write_row(p, job->to_f16, n, y, f->pad_left, f->content_w, acc, ob, job->simd);
             continue;
         }
         if (t->tx == 2 && t->ty == 2 && bilinear_fused(f, t, j, acc)) {
-            write_row(p, job->to_f16, n, y, f->pad_left, f->content_w, acc, ob);
+            write_row(p, job->to_f16, n, y, f->pad_left, f->content_w, acc, ob, job->simd);
             continue;
         }
         const int cw3 = f->content_w * 3;
@@ -322,7 +360,7 @@ static void pp_rows(void *user, int ith, int nth)
             }
         }
         if (first) memset(acc, 0, sizeof(float) * (size_t)cw3);
-        write_row(p, job->to_f16, n, y, f->pad_left, f->content_w, acc, ob);
+        write_row(p, job->to_f16, n, y, f->pad_left, f->content_w, acc, ob, job->simd);
     }
 }
 
@@ -354,10 +392,24 @@ pf_status pf_cpu_preprocess(pf_ops *ops, const pf_pp_params *p, const pf_pp_fram
     const size_t rowbuf_off = need;
     need += rowbuf_stride * sizeof(float) * (size_t)nth;
 
+    /* packed bilinear frames through the SIMD row kernel: their plans */
+    const int simd = pf_cpu_simd_level();
+    size_t plan_off[PF_PP_MAX_FRAMES];
+    for (int n = 0; n < p->n; n++) {
+        const int32_t fmt = frames[n].format;
+        plan_off[n] = SIZE_MAX; /* none */
+        if (simd >= PF_SIMD_AVX2 && taps[n].tx == 2 && taps[n].ty == 2 &&
+            (fmt == PF_PIXFMT_RGB24 || fmt == PF_PIXFMT_BGR24 || fmt == PF_PIXFMT_RGBA)) {
+            plan_off[n] = need;
+            need += ALIGN64(pf_simd_bilin_bytes(3 * frames[n].content_w));
+        }
+    }
+
     void *mem = NULL;
     pf_status st = pf_ops_scratch(ops, need, &mem);
     if (st != PF_OK) return st;
     uint8_t *base = mem;
+    pf_simd_bilin plans[PF_PP_MAX_FRAMES];
     for (int n = 0; n < p->n; n++) {
         const pf_pp_frame *f = &frames[n];
         int32_t *xk = (int32_t *)(base + off[n][0]), *yk = (int32_t *)(base + off[n][2]);
@@ -368,10 +420,19 @@ pf_status pf_cpu_preprocess(pf_ops *ops, const pf_pp_params *p, const pf_pp_fram
         taps[n].xw = xw;
         taps[n].yk = yk;
         taps[n].yw = yw;
+        if (plan_off[n] != SIZE_MAX) {
+            const int bpp = f->format == PF_PIXFMT_RGBA ? 4 : 3;
+            const int bgr[3] = {2, 1, 0}, rgb[3] = {0, 1, 2};
+            int32_t kmax = 0; /* the plan reads no byte past the last tapped pixel */
+            for (size_t i = 0; i < 2 * (size_t)f->content_w; i++) kmax = xk[i] > kmax ? xk[i] : kmax;
+            pf_simd_bilin_plan(&plans[n], base + plan_off[n], xk, xw, f->content_w, 3, bpp,
+                               f->format == PF_PIXFMT_BGR24 ? bgr : rgb, (kmax + 1) * bpp);
+        }
     }
     pp_job job = {.p = p, .frames = frames, .taps = taps,
                   .rowbuf = (float *)(base + rowbuf_off), .rowbuf_stride = rowbuf_stride,
-                  .to_f16 = pick_to_f16()};
+                  .to_f16 = pick_to_f16(), .simd = simd};
+    for (int n = 0; n < p->n; n++) job.bl[n] = plan_off[n] != SIZE_MAX ? &plans[n] : NULL;
     if (nth == 1 || !ops->pool) {
         pp_rows(&job, 0, 1);
         return PF_OK;

@@ -22,7 +22,12 @@
  * (tests/test_reproject.c checks it). */
 #include "../core/vectorize.h" /* first: compile flags for the row loops */
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ops/ops_impl.h"
 #include "../ops/reproject.h"
+#include "simd.h"
 
 #define CHUNK 64
 
@@ -30,7 +35,79 @@ typedef struct cpu_task {
     const pf_rp_job *job;
     int64_t total_rows;
     int64_t first_row[PF_RP_MAX_VIEWS + 1]; /* rows of views before view v */
+    int simd;                               /* SIMD row kernel's level, 0: none */
+    /* The coordinate map (see rp_map below): per view, fx then fy of every
+     * pixel, row-major; read (use) or written (fill) by the SIMD kernel. */
+    float *map[PF_RP_MAX_VIEWS];
+    int map_use, map_fill;
 } cpu_task;
+
+/* Coordinate maps kept between calls (pf_ops.cpu_cache). A job renders the
+ * same views from sources of one size again and again (pixflow reproject,
+ * a 360 video): the coordinates of every view pixel - the atan2s, the
+ * division and the square root, two thirds of the SIMD kernel's time - are
+ * then the same floats each call, so the first call stores them and later
+ * calls read them (OpenCV's remap reads such maps too). The key is what
+ * they depend on: source width and height and the views' constants. 8
+ * bytes per view pixel, at most RP_MAP_CAP in all (8 views of 1080p: 133
+ * MB); larger sets are computed every call. */
+#define RP_MAP_CAP ((size_t)256 << 20)
+
+typedef struct rp_map {
+    int src_w, src_h, n, valid;
+    pf_rp_view views[PF_RP_MAX_VIEWS];
+    size_t bytes;
+    float *data;
+} rp_map;
+
+static void rp_map_free(void *p)
+{
+    rp_map *m = p;
+    free(m->data);
+    free(m);
+}
+
+/* Sets t's map pointers for this job: use a valid map with the job's key,
+ * or fill one (allocated or reused here); neither when the maps would
+ * exceed the cap or memory is short (the kernel then computes). */
+static void rp_map_attach(pf_ops *ops, const pf_rp_job *job, cpu_task *t)
+{
+    size_t floats = 0;
+    for (int v = 0; v < job->n; v++)
+        floats += 2 * (size_t)job->views[v].width * (size_t)job->views[v].height;
+    const size_t bytes = floats * sizeof(float);
+    if (bytes > RP_MAP_CAP) return;
+    if (ops->cpu_cache && ops->cpu_cache_free != rp_map_free) return; /* another path's */
+    rp_map *m = ops->cpu_cache;
+    if (!m) {
+        m = calloc(1, sizeof *m);
+        if (!m) return;
+        ops->cpu_cache = m;
+        ops->cpu_cache_free = rp_map_free;
+    }
+    const int same = m->valid && m->src_w == job->src_w && m->src_h == job->src_h &&
+                     m->n == job->n &&
+                     !memcmp(m->views, job->views, sizeof(pf_rp_view) * (size_t)job->n);
+    if (!same) {
+        m->valid = 0;
+        if (m->bytes != bytes) {
+            free(m->data);
+            m->bytes = 0;
+            m->data = malloc(bytes);
+            if (!m->data) return;
+            m->bytes = bytes;
+        }
+        m->src_w = job->src_w, m->src_h = job->src_h, m->n = job->n;
+        memcpy(m->views, job->views, sizeof(pf_rp_view) * (size_t)job->n);
+    }
+    float *p = m->data;
+    for (int v = 0; v < job->n; v++) {
+        t->map[v] = p;
+        p += 2 * (size_t)job->views[v].width * (size_t)job->views[v].height;
+    }
+    t->map_use = same;
+    t->map_fill = !same;
+}
 
 
 /* Source coordinates of pixels i0 .. i0 + CHUNK - 1 of one row (pixels past
@@ -104,17 +181,48 @@ static sampler_fn pick_sampler(int channels, pf_interp interp)
     }
 }
 
-static void render_row(const pf_rp_job *job, sampler_fn sample, int v, int j)
+/* Pixels [from, width) of view v's row j (from > 0: the SIMD kernel did
+ * the ones before, render_band). */
+static void render_row(const pf_rp_job *job, sampler_fn sample, int v, int j, int from)
 {
     const pf_rp_view *view = &job->views[v];
     pf_rp_row row = pf_rp_row_base(view, j);
     uint8_t *out = job->dst[v] + (size_t)j * job->dst_stride[v];
     float fx[CHUNK], fy[CHUNK];
-    for (int i0 = 0; i0 < view->width; i0 += CHUNK) {
+    for (int i0 = from; i0 < view->width; i0 += CHUNK) {
         map_chunk(view, row, i0, job->src_w, job->src_h, fx, fy);
         int cnt = view->width - i0 < CHUNK ? view->width - i0 : CHUNK;
         sample(job, fx, fy, cnt, out + (size_t)i0 * (size_t)job->channels);
     }
+}
+
+/* SIMD: rows j0 .. j1 - 1 of view v in tiles of BAND_W columns: a tile's
+ * source pixels are a compact region, where whole rows of a view sweep a
+ * curve across hundreds of source rows (measured on an 8K source: a TLB
+ * and cache miss per gather lane otherwise). Each row's last, partial
+ * vector goes through the scalar chunks. */
+#define BAND_H 8
+#define BAND_W 128
+static void render_band(const cpu_task *t, sampler_fn sample, int v, int j0, int j1)
+{
+    const pf_rp_job *job = t->job;
+    const pf_rp_view *view = &job->views[v];
+    const size_t plane = (size_t)view->width * (size_t)view->height;
+    int done = 0;
+    for (int x0 = 0; x0 < view->width; x0 += BAND_W) {
+        const int x1 = view->width - x0 < BAND_W ? view->width : x0 + BAND_W;
+        for (int j = j0; j < j1; j++) {
+            float *mx = t->map[v] ? t->map[v] + (size_t)j * view->width : NULL;
+            float *my = mx ? mx + plane : NULL;
+            done = pf_simd_reproject_row(t->simd, job, v, j, x0, x1,
+                                         job->dst[v] + (size_t)j * job->dst_stride[v],
+                                         t->map_use ? mx : NULL, t->map_use ? my : NULL,
+                                         t->map_fill ? mx : NULL, t->map_fill ? my : NULL);
+        }
+        if (done < x1) break; /* the partial vector at the end of the row */
+    }
+    if (done >= view->width) return;
+    for (int j = j0; j < j1; j++) render_row(job, sample, v, j, done);
 }
 
 static void render_rows(void *user, int ith, int nth)
@@ -124,9 +232,18 @@ static void render_rows(void *user, int ith, int nth)
     sampler_fn sample = pick_sampler(job->channels, job->interp);
     int64_t r0 = t->total_rows * ith / nth, r1 = t->total_rows * (ith + 1) / nth;
     int v = 0;
-    for (int64_t r = r0; r < r1; r++) {
+    for (int64_t r = r0; r < r1;) {
         while (r >= t->first_row[v + 1]) v++;
-        render_row(job, sample, v, (int)(r - t->first_row[v]));
+        const int j = (int)(r - t->first_row[v]);
+        if (t->simd) { /* a band of rows, within this range and view */
+            int64_t n = r1 - r < BAND_H ? r1 - r : BAND_H;
+            if (n > t->first_row[v + 1] - r) n = t->first_row[v + 1] - r;
+            render_band(t, sample, v, j, j + (int)n);
+            r += n;
+        } else {
+            render_row(job, sample, v, j, 0);
+            r++;
+        }
     }
 }
 
@@ -137,13 +254,21 @@ pf_status pf_cpu_equirect_to_views(pf_ops *ops, const pf_rp_job *job)
     t.first_row[0] = 0;
     for (int v = 0; v < job->n; v++) t.first_row[v + 1] = t.first_row[v] + job->views[v].height;
     t.total_rows = t.first_row[job->n];
+    const int level = pf_cpu_simd_level();
+    t.simd = pf_simd_reproject_ok(level, job) ? level : 0;
+    memset(t.map, 0, sizeof t.map);
+    t.map_use = t.map_fill = 0;
+    if (t.simd) rp_map_attach(ops, job, &t);
+    pf_status st = PF_OK;
     if (!ops->pool) {
         render_rows(&t, 0, 1);
-        return PF_OK;
+    } else {
+        /* About 8 ranges per thread: small enough to balance, large enough
+         * that claiming costs nothing next to a row. */
+        int64_t nth = (int64_t)pf_threadpool_size(ops->pool) * 8;
+        if (nth > t.total_rows) nth = t.total_rows;
+        st = pf_threadpool_parallel_for(ops->pool, (int)nth, render_rows, &t);
     }
-    /* About 8 ranges per thread: small enough to balance, large enough that
-     * claiming costs nothing next to a row. */
-    int64_t nth = (int64_t)pf_threadpool_size(ops->pool) * 8;
-    if (nth > t.total_rows) nth = t.total_rows;
-    return pf_threadpool_parallel_for(ops->pool, (int)nth, render_rows, &t);
+    if (t.map_fill && st == PF_OK) ((rp_map *)ops->cpu_cache)->valid = 1;
+    return st;
 }

@@ -28,6 +28,7 @@
 
 #include "../ops/ops_impl.h"
 #include "../ops/resize.h"
+#include "simd.h"
 
 #if defined(__GNUC__)
 #define RS_INLINE static inline __attribute__((always_inline))
@@ -61,6 +62,8 @@ typedef struct rs_job {
     size_t row_floats;        /* floats per filtered row (dw * channels, padded) */
     float *buf;               /* per thread: max(ring, 2) rows, then ring tags */
     size_t buf_stride;        /* floats per thread */
+    int simd;                 /* pf_cpu_simd_level() at the call */
+    pf_simd_bilin *bx;        /* u8 bilinear horizontal pass planned for SIMD, or NULL */
 } rs_job;
 
 static int axis_taps(int mode, int c, int r)
@@ -195,12 +198,15 @@ RS_INLINE void add_scaled(float *restrict v, const float *restrict h, float w, i
  * weights w (resize.h's order: the first product, then add the others), a
  * block at a time on the stack, and rounds or copies it out. */
 static void vblend(const pf_rs_plane *p, const float *const *h, const float *w, int n,
-                   uint8_t *drow)
+                   uint8_t *drow, int simd)
 {
     enum { B = 256 };
     const int m_all = p->dw * p->channels;
     float v[B];
-    for (int i0 = 0; i0 < m_all; i0 += B) {
+    /* two u8 rows: the SIMD kernel first, the blocks finish */
+    const int from = n == 2 && !p->f32 ? pf_simd_blend2_u8(simd, drow, h[0], h[1], w[0], w[1], m_all)
+                                       : 0;
+    for (int i0 = from; i0 < m_all; i0 += B) {
         const int m = m_all - i0 < B ? m_all - i0 : B;
         if (m == B) { /* a constant trip count: vectorized even at -O2 */
             scale_to(v, h[0] + i0, w[0], B);
@@ -244,12 +250,15 @@ static void rs_rows(void *user, int ith, int nth)
                 const int slot = (int)(key % ring);
                 float *buf = mine + (size_t)slot * job->row_floats;
                 if (tag[slot] != key) {
-                    hpass_any(src + yk[t] * p->src_stride, &job->x, p->dw, C, p->f32, buf);
+                    if (job->bx)
+                        pf_simd_bilinear_h_u8(job->simd, job->bx, src + yk[t] * p->src_stride, buf);
+                    else
+                        hpass_any(src + yk[t] * p->src_stride, &job->x, p->dw, C, p->f32, buf);
                     tag[slot] = key;
                 }
                 h[t] = buf;
             }
-            vblend(p, h, yw, cnt, drow);
+            vblend(p, h, yw, cnt, drow, job->simd);
         } else { /* box with too many taps to keep: stream the rows */
             float *hb = mine, *acc = mine + job->row_floats;
             for (int t = 0; t < cnt; t++) {
@@ -304,6 +313,11 @@ pf_status pf_cpu_resize(pf_ops *ops, const pf_rs_plane *p)
         (size_t)(job.ring > 2 ? job.ring : 2) * row_bytes + ALIGN64((size_t)job.ring * 8);
     const size_t buf_off = need;
     need += per_thread * (size_t)nth;
+    /* u8 bilinear rows through the SIMD gather kernel: its plan */
+    job.simd = pf_cpu_simd_level();
+    const int plan = job.simd >= PF_SIMD_AVX2 && !p->f32 && job.x.mode == PF_RS_BILINEAR;
+    const size_t plan_off = need;
+    if (plan) need += ALIGN64(pf_simd_bilin_bytes(p->dw * p->channels));
 
     void *mem = NULL;
     pf_status st = pf_ops_scratch(ops, need, &mem);
@@ -319,6 +333,12 @@ pf_status pf_cpu_resize(pf_ops *ops, const pf_rs_plane *p)
     job.buf_stride = per_thread / sizeof(float);
     fill_axis(&job.x, p->dw, p->sw);
     fill_axis(&job.y, p->dh, p->sh);
+    pf_simd_bilin bx;
+    if (plan) {
+        pf_simd_bilin_plan(&bx, base + plan_off, job.x.k, job.x.w, p->dw, p->channels,
+                           p->channels, NULL, p->sw * p->channels);
+        job.bx = &bx;
+    }
     if (nth == 1 || !ops->pool) {
         rs_rows(&job, 0, 1);
         return PF_OK;

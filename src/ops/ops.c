@@ -54,6 +54,7 @@ void pf_ops_destroy(pf_ops **pops)
         ops->dev->be->mem_free(ops->dev, PF_MEM_DEVICE, r->ptr);
         free(r);
     }
+    if (ops->cpu_cache) ops->cpu_cache_free(ops->cpu_cache);
     if (ops->own_pool) pf_threadpool_destroy(&ops->pool);
     free(ops);
 }

@@ -26,6 +26,11 @@ struct pf_ops {
     void *scratch;
     size_t scratch_size;
     struct pf_ops_retired *retired;
+    /* Host data a CPU path keeps between calls (the reprojection's
+     * coordinate maps, src/cpu/reproject.c), freed with the context by
+     * cpu_cache_free. NULL: none. */
+    void *cpu_cache;
+    void (*cpu_cache_free)(void *cache);
 };
 
 /* Returns scratch of at least `size` bytes on the context's device. Growing
