@@ -21,6 +21,10 @@
 #   dead           a closed port, a missing camera, a refused protocol: exit 1
 #                  naming the (redacted) URL or the device, never 0 frames and
 #                  exit 0; Ctrl-C during endless reconnecting stops at once
+#   srt            `pixflow segment srt://...?mode=caller` from an ffmpeg SRT
+#                  listener: every frame sent arrives (skipped without srt)
+#   http           an MPEG-TS file from python3's http.server: all 40 frames;
+#                  a 404 is exit 1 naming the URL, nothing written
 # Exit 0 pass, 1 fail (the failing check is printed), 77 skip.
 set -u
 case_name=${1:?case}
@@ -222,6 +226,51 @@ segment)
     grep -q "\"input\": \"tcp://u:\*\*\*@127.0.0.1:$port\"" seg.json || fail "input not redacted in --json"
     frames=$(grep -o '"frames": *[0-9]*' seg.json | grep -o '[0-9]*$')
     [ "${frames:-0}" -ge 30 ] || fail "only ${frames:-0} frames"
+    ;;
+srt)
+    # `pixflow segment srt://...` as the caller of an ffmpeg SRT listener.
+    [ -f "$SRC/node_modules/@mediapipe/selfie_segmentation/selfie_segmentation.tflite" ] ||
+        { echo "SKIP: no selfie model (npm)"; exit 77; }
+    ffmpeg -hide_banner -protocols 2>/dev/null | grep -qx ' *srt' ||
+        { echo "SKIP: this ffmpeg has no srt protocol"; exit 77; }
+    port=$(free_port SOCK_DGRAM)
+    feed "srt://127.0.0.1:$port?mode=listener" 1.5
+    sleep 0.5
+    PIXFLOW_MODELS=$SRC timeout 60 "$PIXFLOW" segment "srt://127.0.0.1:$port?mode=caller" \
+        -o out.y4m --json > seg.json 2> seg.err; rc=$?
+    cat seg.err seg.json
+    [ "$rc" = 0 ] || fail "exit status $rc"
+    n=$(frames_of out.y4m)
+    [ "$n" -ge 30 ] || fail "only $n frames over SRT"
+    ;;
+http)
+    # An MPEG-TS file served over HTTP (python3's http.server): every frame;
+    # a missing one (404) is an error naming the URL, never 0 frames and 0.
+    [ -f "$SRC/node_modules/@mediapipe/selfie_segmentation/selfie_segmentation.tflite" ] ||
+        { echo "SKIP: no selfie model (npm)"; exit 77; }
+    mkdir -p www
+    ffmpeg -hide_banner -nostdin -loglevel error -f lavfi -i testsrc=size=160x120:rate=30 \
+        -frames:v 40 -c:v libx264 -preset ultrafast -g 15 -f mpegts www/clip.ts || fail "ffmpeg"
+    port=$(free_port SOCK_STREAM)
+    python3 -m http.server "$port" --bind 127.0.0.1 --directory www > http.log 2>&1 &
+    feeders+=($!)
+    for _ in $(seq 50); do
+        python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.2)' \
+            "$port" 2>/dev/null && break
+        sleep 0.1
+    done
+    PIXFLOW_MODELS=$SRC timeout 60 "$PIXFLOW" segment "http://127.0.0.1:$port/clip.ts" \
+        -o out.y4m > seg.txt 2> seg.err; rc=$?
+    cat seg.err seg.txt
+    [ "$rc" = 0 ] || fail "exit status $rc"
+    n=$(frames_of out.y4m)
+    [ "$n" = 40 ] || fail "$n frames over HTTP, not 40"
+    PIXFLOW_MODELS=$SRC timeout 60 "$PIXFLOW" segment "http://127.0.0.1:$port/none.ts" \
+        -o none.y4m > seg.txt 2> seg.err; rc=$?
+    cat seg.err
+    [ "$rc" = 1 ] || fail "a missing URL: exit status $rc"
+    grep -q "http://127.0.0.1:$port/none.ts" seg.err || fail "the error does not name the URL"
+    [ ! -e none.y4m ] || fail "none.y4m was written"
     ;;
 *) echo "unknown case $case_name"; exit 2 ;;
 esac
