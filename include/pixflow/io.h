@@ -509,9 +509,10 @@ PF_API pf_video_writer_params pf_video_writer_params_default(void);
  * Live settings: packets are flushed to the protocol as they come out of the
  * encoder (flush_packets), the MPEG-TS mux delay is 0.1 s instead of 0.7,
  * no B-frames, libx264 gets tune=zerolatency (no lookahead, no frame
- * threads: a frame leaves the encoder when it is written), and without
+ * threads: a frame leaves the encoder when it is written), without
  * params.gop a keyframe comes every 2 s so a receiver that joins late
- * starts within 2 s. Pacing is the caller's: write() sends a frame as soon
+ * starts within 2 s, and SRT lingers at close (up to write_timeout_ms) so
+ * the last frames are delivered (live mode drops them otherwise). Pacing is the caller's: write() sends a frame as soon
  * as it is given (use the reader's realtime for a file source).
  * Failure: a receiver that stops reading blocks a write until
  * write_timeout_ms, then PF_ERR_IO "cannot write: ... timed out"; one that
