@@ -1,8 +1,8 @@
 # CLI tests of network outputs (issue 12): `pixflow segment -o udp://|tcp://|
-# srt://|rtsp://...` into ffmpeg receivers on loopback (tests/net_output_cli.sh).
+# srt://|rtsp://|rtmp://...` into ffmpeg receivers on loopback (tests/net_output_cli.sh).
 # Included from tests/CMakeLists.txt; FFmpeg in the build is required.
 if(PF_BUILD_TOOLS AND PF_FFMPEG_FOUND)
-  foreach(case tcp udp rtsp srt dead stall multi refused)
+  foreach(case tcp udp rtsp rtmp srt dead stall multi refused)
     add_test(NAME cli_net_output_${case}
       COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/net_output_cli.sh ${case}
               $<TARGET_FILE:pixflow_cli> ${CMAKE_CURRENT_BINARY_DIR}/net_output_cli/${case}

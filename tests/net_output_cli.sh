@@ -14,6 +14,7 @@
 #            in every run here)
 #   rtsp     -o rtsp://127.0.0.1:P/live pushed into `ffmpeg -rtsp_flags listen`
 #            (RTP interleaved over TCP): 50 frames
+#   rtmp     -o rtmp://127.0.0.1:P/live/cam (FLV) into `ffmpeg -listen 1`: 50 frames
 #   srt      -o srt://...?passphrase=... refused by a listener without one: exit 1,
 #            passphrase not shown; then -o srt://... into `ffmpeg -i
 #            srt://...?mode=listener`: 50 frames (SRT's too-late drop off on both
@@ -143,6 +144,19 @@ rtsp)
     wait "$r1"
     [ "$(frames out.ts)" = 50 ] || fail "out.ts: $(frames out.ts) frames, 50 sent"
     ;;
+rtmp)
+    gen a 50
+    p=$(free_port)
+    recv out.flv -listen 1 -i "rtmp://127.0.0.1:$p/live/cam"; r1=$rpid
+    wait_listen "$p"
+    timeout 60 "$PIXFLOW" segment a.y4m -o "rtmp://127.0.0.1:$p/live/cam" --quiet > sum.txt \
+        2> err.txt
+    rc=$?
+    cat err.txt sum.txt
+    [ "$rc" = 0 ] || fail "exit status $rc"
+    wait "$r1"
+    [ "$(frames out.flv)" = 50 ] || fail "out.flv: $(frames out.flv) frames, 50 sent"
+    ;;
 srt)
     ffmpeg -hide_banner -protocols 2>/dev/null | sed -n '/^Output:/,$p' | grep -qx ' *srt' ||
         { echo "SKIP: this FFmpeg has no SRT (libsrt)"; exit 77; }
@@ -172,7 +186,7 @@ srt)
     [ "$(frames out.ts)" = 50 ] || fail "out.ts: $(frames out.ts) frames, 50 sent"
     ;;
 dead)
-    gen a 250
+    gen a 125
     p=$(free_port)
     ffmpeg -hide_banner -nostdin -loglevel error -y -i "tcp://127.0.0.1:$p?listen=1" -c copy \
         out.ts 2> recv.log &
@@ -195,7 +209,7 @@ dead)
     no_secret err.txt sum.json
     ;;
 stall)
-    gen a 250
+    gen a 125
     p=$(free_port)
     python3 - "$p" <<'PY' &
 import socket, sys, time
@@ -222,8 +236,8 @@ PY
     no_secret err.txt sum.txt
     ;;
 multi)
-    gen a 250
-    gen b 250
+    gen a 125
+    gen b 125
     # Two consecutive free ports P0, P0+1 for 'tcp://...:{P0 without its last digit}{index}'.
     for _ in $(seq 50); do
         base=$(( ($(free_port) / 10) * 10 ))
@@ -248,7 +262,7 @@ for p in ($base, $base + 1):
     cat err.txt sum.json
     [ "$rc" = 1 ] || fail "exit status $rc"
     wait "$r0"
-    [ "$(frames out0.ts)" = 250 ] || fail "stream 0: $(frames out0.ts) frames, 250 sent"
+    [ "$(frames out0.ts)" = 125 ] || fail "stream 0: $(frames out0.ts) frames, 125 sent"
     grep -q "stream 1 (b.y4m): output failed, the stream stops (the others go on)" err.txt ||
         fail "stream 1's failure not reported"
     python3 - sum.json <<'PY' || fail "--json streams"
@@ -256,7 +270,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 s = d['streams']
 assert d['status'] == 'failed', d['status']
-assert not s[0]['output_failed'] and s[0]['frames'] == 250, s[0]
+assert not s[0]['output_failed'] and s[0]["frames"] == 125, s[0]
 assert s[1]['output_failed'], s[1]
 PY
     no_secret err.txt sum.json

@@ -507,7 +507,10 @@ PF_API pf_video_writer_params pf_video_writer_params_default(void);
  * path: it gets the safe temporary), and so are the "y4m" and "raw"
  * containers (pixflow's own writers are files only).
  * Live settings: packets are flushed to the protocol as they come out of the
- * encoder (flush_packets), the MPEG-TS mux delay is 0.1 s instead of 0.7,
+ * encoder (flush_packets), the MPEG-TS mux delay is 0.1 s instead of 0.7 and
+ * video PES packets carry their length (a receiver's demuxer passes a frame
+ * on when it is complete, not when the next one starts: one frame less
+ * latency),
  * no B-frames, libx264 gets tune=zerolatency (no lookahead, no frame
  * threads: a frame leaves the encoder when it is written), without
  * params.gop a keyframe comes every 2 s so a receiver that joins late
