@@ -76,6 +76,18 @@ wait_listen() {
     done
     fail "nothing listens on port $1"
 }
+# wait_conn PORT: until a connection to TCP PORT is established (20 s at most:
+# the sender loads its model first), so a receiver killed after it is gone
+# mid-stream, not before the connect.
+wait_conn() {
+    local hex
+    hex=$(printf '%04X' "$1")
+    for _ in $(seq 200); do
+        grep -q ":$hex [0-9A-F]*:[0-9A-F]* 01" /proc/net/tcp 2>/dev/null && return 0
+        sleep 0.1
+    done
+    fail "nobody connected to port $1"
+}
 # frames FILE: video frames ffprobe counts in FILE (0 when unreadable).
 frames() {
     local n
@@ -195,7 +207,8 @@ dead)
     timeout 60 "$PIXFLOW" segment a.y4m --realtime -o "tcp://user:secret@127.0.0.1:$p" \
         --json --quiet > sum.json 2> err.txt &
     sp=$!; helpers+=("$sp")
-    sleep 1.5
+    wait_conn "$p"
+    sleep 1
     kill -9 "$r1"
     t0=$(now)
     wait "$sp"; rc=$?
@@ -256,7 +269,8 @@ for p in ($base, $base + 1):
         -o "tcp://user:secret@127.0.0.1:$((base / 10)){index}" --json --quiet \
         > sum.json 2> err.txt &
     sp=$!; helpers+=("$sp")
-    sleep 2
+    wait_conn "$base"; wait_conn "$((base + 1))"
+    sleep 1
     kill -9 "$r1"
     wait "$sp"; rc=$?
     cat err.txt sum.json

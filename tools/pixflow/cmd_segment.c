@@ -33,9 +33,10 @@
 
 static const cli_option seg_options[] = {
     {"output", "PATH", "output file or directory (also -o); '-' = Y4M on stdout; 'null' = "
-               "composite but write nothing (benchmarks)"},
+               "composite but write nothing (benchmarks); or a URL: udp://, tcp://, srt://, "
+               "rtsp://, rtmp://"},
     {"background", "BG", "blur (default), #RRGGBB, an image file, or none"},
-    {"mask-out", "PATH", "also write 8-bit masks: a directory or a file"},
+    {"mask-out", "PATH", "also write 8-bit masks: a directory, a file or a URL"},
     {"alpha", NULL, "RGBA output (PNG, or .mov/.mkv/.webm video) with the mask as alpha"},
     {"model", "MODEL", "selfie (default), landscape, or a model file path"},
     {"device", "SPEC", "auto, cpu, cuda, cuda:N (default: $PIXFLOW_DEVICE or auto)"},
