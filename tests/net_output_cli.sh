@@ -26,6 +26,8 @@
 #   multi    two inputs -o 'tcp://127.0.0.1:PORT{index}'-style (consecutive
 #            ports), receiver 1 killed mid-run: stream 0 still gets all its
 #            frames, stream 1 is reported (output_failed in --json), exit 1
+#   yaml     `pixflow run` with io.video_sink path tcp://...: 50 frames; an ftp://
+#            sink is refused at load, without the password
 #   refused  a scheme off the whitelist (ftp://) and an output URL equal to the
 #            input URL: exit 1 naming the problem, without the password
 # Exit 0 pass, 1 fail (the failing check is printed), 77 skip.
@@ -288,6 +290,33 @@ assert not s[0]['output_failed'] and s[0]["frames"] == 125, s[0]
 assert s[1]['output_failed'], s[1]
 PY
     no_secret err.txt sum.json
+    ;;
+yaml)
+    # io.video_sink with a URL path: the same writer under `pixflow run`.
+    gen a 50
+    p=$(free_port)
+    recv out.ts -i "tcp://127.0.0.1:$p?listen=1"; r1=$rpid
+    wait_listen "$p"
+    cat > p.yaml <<EOF
+name: net
+device: cpu
+stages:
+  - {name: src, type: io.video_source, path: a.y4m}
+  - {name: out, type: io.video_sink, path: "tcp://user:secret@127.0.0.1:$p", timeout_ms: 2000,
+     muxer_options: "mpegts_flags=resend_headers", preset: ultrafast}
+EOF
+    timeout 60 "$PIXFLOW" run p.yaml > sum.txt 2> err.txt; rc=$?
+    cat err.txt sum.txt
+    [ "$rc" = 0 ] || fail "exit status $rc"
+    wait "$r1"
+    [ "$(frames out.ts)" = 50 ] || fail "out.ts: $(frames out.ts) frames, 50 sent"
+    no_secret err.txt sum.txt
+    sed -i "s|tcp://user:secret@127.0.0.1:$p|ftp://user:secret@127.0.0.1/x|" p.yaml
+    timeout 60 "$PIXFLOW" run p.yaml > sum.txt 2> err.txt; rc=$?
+    cat err.txt
+    [ "$rc" != 0 ] || fail "ftp:// sink accepted"
+    grep -q "URL protocol 'ftp' is not allowed for outputs" err.txt || fail "ftp message"
+    no_secret err.txt sum.txt
     ;;
 refused)
     gen a 5

@@ -405,9 +405,11 @@ bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg)
     if (job->alpha && !job->null_output) {
         const char *ext = extension(job->output);
         if (!ieq(ext, ".mov") && !ieq(ext, ".mkv") && !ieq(ext, ".webm")) {
+            char shown[SEG_PATH_MAX];
             seg_error(job, "-o %s: --alpha on video needs a container and codec that store "
-                      "alpha: .mov (qtrle), .mkv (ffv1) or .webm (vp9); Y4M has none",
-                      job->output);
+                      "alpha: .mov (qtrle), .mkv (ffv1) or .webm (vp9); Y4M and network "
+                      "outputs have none",
+                      seg_shown(job->output, shown, sizeof shown));
             return false;
         }
     }

@@ -72,8 +72,10 @@ static bool has_key(const char *pattern)
 
 static int usage(const char *what, const char *arg)
 {
+    char shown[SEG_PATH_MAX]; /* a URL without its password */
     fprintf(stderr, "pixflow segment: %s '%s': several inputs need a pattern with {name} or "
-            "{index} (e.g. 'out/{name}_seg.mp4') (see 'pixflow segment --help')\n", what, arg);
+            "{index} (e.g. 'out/{name}_seg.mp4') (see 'pixflow segment --help')\n", what,
+            seg_shown(arg, shown, sizeof shown));
     return CLI_EXIT_USAGE;
 }
 
