@@ -67,29 +67,23 @@ s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM if sys.argv[1] == 'udp' else
 s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])
 PY
 }
-# wait_listen PORT: until something listens on TCP PORT (5 s at most). Read
-# from /proc: a probe connection would be taken as the stream.
-wait_listen() {
-    local hex
-    hex=$(printf '%04X' "$1")
-    for _ in $(seq 50); do
-        grep -q ":$hex 00000000:0000 0A" /proc/net/tcp 2>/dev/null && return 0
+# wait_tcp STATE PORT: until a socket on local TCP PORT is in STATE (0A
+# listening: 5 s at most; 01 a connection established: 20 s, the sender loads
+# its model first). Read from /proc: a probe connection would be taken as the
+# stream.
+wait_tcp() {
+    local hex tries=50
+    hex=$(printf '%04X' "$2")
+    [ "$1" = 01 ] && tries=200
+    for _ in $(seq "$tries"); do
+        grep -q ":$hex [0-9A-F]*:[0-9A-F]* $1" /proc/net/tcp 2>/dev/null && return 0
         sleep 0.1
     done
-    fail "nothing listens on port $1"
+    fail "port $2: no socket in state $1"
 }
-# wait_conn PORT: until a connection to TCP PORT is established (20 s at most:
-# the sender loads its model first), so a receiver killed after it is gone
-# mid-stream, not before the connect.
-wait_conn() {
-    local hex
-    hex=$(printf '%04X' "$1")
-    for _ in $(seq 200); do
-        grep -q ":$hex [0-9A-F]*:[0-9A-F]* 01" /proc/net/tcp 2>/dev/null && return 0
-        sleep 0.1
-    done
-    fail "nobody connected to port $1"
-}
+wait_listen() { wait_tcp 0A "$1"; }
+# A receiver killed after this is gone mid-stream, not before the connect.
+wait_conn() { wait_tcp 01 "$1"; }
 # frames FILE: video frames ffprobe counts in FILE (0 when unreadable).
 frames() {
     local n
