@@ -515,8 +515,9 @@ PF_API pf_video_writer_params pf_video_writer_params_default(void);
  * threads: a frame leaves the encoder when it is written), without
  * params.gop a keyframe comes every 2 s so a receiver that joins late
  * starts within 2 s, and SRT lingers at close (up to write_timeout_ms) so
- * the last frames are delivered (live mode drops them otherwise). Pacing is the caller's: write() sends a frame as soon
- * as it is given (use the reader's realtime for a file source).
+ * the last frames are delivered (live mode drops them otherwise). Pacing
+ * is the caller's: write() sends a frame as soon as it is given (use the
+ * reader's realtime for a file source).
  * Failure: a receiver that stops reading blocks a write until
  * write_timeout_ms, then PF_ERR_IO "cannot write: ... timed out"; one that
  * closes the connection (tcp, rtsp, rtmp, srt) fails the next write at once

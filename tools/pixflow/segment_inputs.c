@@ -497,7 +497,8 @@ bool seg_check_outputs(seg_job *job, const char *trace)
         seg_error(job, "%s %s: URL protocol '%s' is not allowed for outputs (allowed: %s%s)",
                   !strcmp(o[i].what, "mask") ? "--mask-out" : "-o",
                   seg_shown(o[i].path, shown, sizeof shown), scheme,
-                  PF_IO_DEFAULT_OUTPUT_PROTOCOLS, !strcmp(scheme, "file") ? "; a file is a path" : "");
+                  PF_IO_DEFAULT_OUTPUT_PROTOCOLS,
+                  !strcmp(scheme, "file") ? "; a file is a path" : "");
         ok = false;
     }
     for (int i = 0; ok && i < n; i++)

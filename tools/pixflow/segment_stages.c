@@ -372,7 +372,8 @@ static pf_status open_writer(seg_job *job, const char *path, const pf_frame *f, 
         memset(&wp.color, 0, sizeof wp.color);
         wp.color.range = PF_COLOR_RANGE_FULL;
     }
-    if (job->output_timeout_ms > 0) wp.open_timeout_ms = wp.write_timeout_ms = job->output_timeout_ms;
+    if (job->output_timeout_ms > 0)
+        wp.open_timeout_ms = wp.write_timeout_ms = job->output_timeout_ms;
     wp.muxer_options = job->output_options;
     if (job->codec) wp.codec = job->codec;
     if (job->preset) wp.preset = job->preset;
