@@ -401,6 +401,44 @@ static void test_same_file_and_held_inputs(void)
     CHECK_EQ_INT(file_size(hard), 8);
 }
 
+/* An input deleted (or replaced) while held is still released: the entry
+ * is found by its path, not by a new stat (which fails for a deleted file
+ * and used to leave the entry, refusing any later output on that inode
+ * and leaking its name). A hard link keeps the inode alive to show it. */
+static void test_held_input_deleted(void)
+{
+    char in[512], alias[512], rep[512], old_alias[512], tmp[512];
+    snprintf(in, sizeof in, "%s", path_in("gone.mp4"));
+    snprintf(alias, sizeof alias, "%s", path_in("gone_alias.mp4"));
+    snprintf(rep, sizeof rep, "%s", path_in("replaced.mp4"));
+    snprintf(old_alias, sizeof old_alias, "%s", path_in("replaced_old.mp4"));
+    snprintf(tmp, sizeof tmp, "%s", path_in("replacement.tmp"));
+    REQUIRE(put(in, "read, then deleted"));
+    REQUIRE(link(in, alias) == 0);
+    pf_io_input_hold(in, true);
+    CHECK_EQ_INT(pf_io_check_not_input(alias), PF_ERR_INVALID);
+    REQUIRE(unlink(in) == 0);
+    pf_io_input_hold(in, false);
+    CHECK_OK(pf_io_check_not_input(alias));
+    CHECK_OK(pf_output_write_file(alias, "free again", 10, 0));
+    /* Replaced by another file under the same name while held. */
+    REQUIRE(put(rep, "old"));
+    REQUIRE(link(rep, old_alias) == 0);
+    pf_io_input_hold(rep, true);
+    REQUIRE(put(tmp, "new"));
+    REQUIRE(rename(tmp, rep) == 0);
+    pf_io_input_hold(rep, false);
+    CHECK_OK(pf_io_check_not_input(old_alias));
+    CHECK_OK(pf_io_check_not_input(rep));
+    /* Two holds, two releases: held until the last. */
+    pf_io_input_hold(rep, true);
+    pf_io_input_hold(rep, true);
+    pf_io_input_hold(rep, false);
+    CHECK_EQ_INT(pf_io_check_not_input(rep), PF_ERR_INVALID);
+    pf_io_input_hold(rep, false);
+    CHECK_OK(pf_io_check_not_input(rep));
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "%s/pf_test_output_XXXXXX",
@@ -420,6 +458,7 @@ int main(void)
     PF_RUN(test_special_files_in_place);
     PF_RUN(test_symlink_and_mode_kept);
     PF_RUN(test_same_file_and_held_inputs);
+    PF_RUN(test_held_input_deleted);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);

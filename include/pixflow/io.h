@@ -424,9 +424,12 @@ PF_API pf_status pf_video_reader_get_stats(const pf_video_reader *r, pf_video_re
 typedef struct pf_video_writer pf_video_writer;
 
 typedef struct pf_video_writer_params {
-    const char *path;          /* file, or "-" for stdout (Y4M unless container says) */
-    const char *container;     /* NULL = from the extension; "y4m", "raw" or an FFmpeg
-                                  muxer name ("mp4", "matroska", "mov", ...) */
+    const char *path;          /* file, "-" for stdout (Y4M unless container says), or
+                                  a URL (udp://, tcp://, srt://, rtsp://, rtmp://: see
+                                  "Network outputs" below) */
+    const char *container;     /* NULL = from the extension (a URL: from its scheme);
+                                  "y4m", "raw" or an FFmpeg muxer name ("mp4",
+                                  "matroska", "mov", "mpegts", ...) */
     int width, height;         /* > 0 */
     pf_rational fps;           /* default 30/1; also the time base unless frames carry one */
     pf_pixfmt input_format;    /* of the frames passed to write(): RGB24, BGR24, RGBA,
@@ -469,13 +472,69 @@ typedef struct pf_video_writer_params {
     double duration_s;         /* > 0 limits the length; 0 = to the end */
     int64_t max_frames;        /* > 0: frames after this many are dropped, and copied
                                   streams end with the last frame; 0 = all */
+    /* Network outputs (path is a URL, see "Network outputs" below): */
+    const char *protocols;     /* URL protocols the muxer may open, comma-separated
+                                  (FFmpeg's protocol_whitelist, nested opens such as
+                                  RTSP's RTP/TCP included); NULL =
+                                  PF_IO_DEFAULT_OUTPUT_PROTOCOLS. A URL whose scheme
+                                  is not listed is refused (PF_ERR_UNSUPPORTED naming
+                                  the scheme) */
+    int64_t open_timeout_ms;   /* connecting and writing the stream header (RTSP's
+                                  ANNOUNCE/SETUP/RECORD), default 10000; 0 = no
+                                  limit. Past it: PF_ERR_IO "timed out" */
+    int64_t write_timeout_ms;  /* one write() (encode + send) blocked this long on
+                                  the receiver (a full socket buffer: a stalled or
+                                  vanished peer) fails with PF_ERR_IO naming the
+                                  URL, default 5000; 0 = no limit */
+    const char *muxer_options; /* "key=value:key=value" for the protocol (avio_open2:
+                                  "send_buffer_size=65536", "pkt_size=1316",
+                                  "latency=200000" for SRT) and the muxer
+                                  ("rtsp_transport=udp",
+                                  "mpegts_flags=resend_headers"), files too; NULL =
+                                  none. A key neither takes is PF_ERR_INVALID */
 } pf_video_writer_params;
 
 PF_API pf_video_writer_params pf_video_writer_params_default(void);
 
+/* Network outputs ----------------------------------------------------------------------
+ *
+ * A path "scheme://..." is sent through a libavformat muxer instead of a
+ * file: no temporary, no rename (pf_output is for files). The muxer comes
+ * from the scheme unless `container` names one: MPEG-TS for udp://, tcp://,
+ * srt:// and rtp:// (RTP/MPEG-TS), RTSP (ANNOUNCE + RECORD, RTP interleaved
+ * in the TCP connection unless muxer_options says rtsp_transport=udp) for
+ * rtsp://, FLV for rtmp:// and rtmps://. "file://" is refused (write to a
+ * path: it gets the safe temporary), and so are the "y4m" and "raw"
+ * containers (pixflow's own writers are files only).
+ * Live settings: packets are flushed to the protocol as they come out of the
+ * encoder (flush_packets), the MPEG-TS mux delay is 0.1 s instead of 0.7 and
+ * video PES packets carry their length (a receiver's demuxer passes a frame
+ * on when it is complete, not when the next one starts: one frame less
+ * latency),
+ * no B-frames, libx264 gets tune=zerolatency (no lookahead, no frame
+ * threads: a frame leaves the encoder when it is written), without
+ * params.gop a keyframe comes every 2 s so a receiver that joins late
+ * starts within 2 s, and SRT lingers at close (up to write_timeout_ms) so
+ * the last frames are delivered (live mode drops them otherwise). Pacing
+ * is the caller's: write() sends a frame as soon as it is given (use the
+ * reader's realtime for a file source).
+ * Failure: a receiver that stops reading blocks a write until
+ * write_timeout_ms, then PF_ERR_IO "cannot write: ... timed out"; one that
+ * closes the connection (tcp, rtsp, rtmp, srt) fails the next write at once
+ * (connection reset / broken pipe; never SIGPIPE). udp:// is connectionless:
+ * a missing receiver is not noticed (packets are dropped by the network).
+ * After an error the writer is unusable; close() then returns the error
+ * without flushing to the dead peer. Credentials in the URL ("user:pass@",
+ * "?passphrase=") never appear in messages (pf_io_redact). Data safety:
+ * a URL output is never compared with input files (no inode); callers
+ * refuse an output URL equal to an input URL (the CLI does). */
+
+#define PF_IO_DEFAULT_OUTPUT_PROTOCOLS "tcp,udp,rtp,rtsp,srt,rtmp,rtmps,tls"
+
 /* Opens a temporary beside p->path for writing (the output directory must
- * exist and be writable; "-" and special files are written in place) and
- * sets up the encoder. The caller owns *out. Errors:
+ * exist and be writable; "-" and special files are written in place), or
+ * connects to a URL and writes the stream header (within open_timeout_ms),
+ * and sets up the encoder. The caller owns *out. Errors:
  * PF_ERR_IO naming the path, PF_ERR_UNSUPPORTED (unknown codec or muxer,
  * "built without FFmpeg"), PF_ERR_INVALID (sizes, formats). */
 PF_API pf_status pf_video_writer_create(const pf_video_writer_params *p, pf_video_writer **out);
@@ -499,8 +558,10 @@ PF_API pf_status pf_video_writer_close(pf_video_writer *w);
  * *w = NULL; accepts NULL. */
 PF_API void pf_video_writer_destroy(pf_video_writer **w);
 
-/* Drops the output instead of closing it: the encoder is freed without a
- * trailer, the temporary file removed, and an existing `path` left as it
+/* Drops the output instead of closing it: the encoder is freed without
+ * flushing the frames it still holds and without a trailer (nothing more is
+ * encoded or written; a network output is not waited for), the temporary
+ * file removed, and an existing `path` left as it
  * was (for a job that failed or was cancelled and wants nothing written).
  * After a successful close() the file is already in place and stays. Sets
  * *w = NULL; accepts NULL. */

@@ -23,7 +23,8 @@ bool pf_io_has_ext(const char *path, const char *ext);
 pf_status pf_io_read_file(const char *path, uint8_t **data, size_t *size);
 
 /* Inputs this process is reading (output_file.c): hold(path, true) while a
- * reader or source has it open, hold(path, false) after (counted, by device
+ * reader or source has it open, hold(path, false) after (counted per path
+ * string, so a file deleted meanwhile is still released; compared by device
  * and inode). pf_output_open refuses a held file with PF_ERR_INVALID naming
  * both paths; pf_io_check_not_input makes that check alone. */
 void pf_io_input_hold(const char *path, bool hold);

@@ -45,6 +45,9 @@ unsigned pf_output_default_flags(void) { return atomic_load(&g_default_flags); }
 
 /* Inputs in use ------------------------------------------------------------------------ */
 
+/* One entry per path string held (and its file's identity when held): the
+ * release finds the entry by that string, never by a new stat, so a file
+ * deleted or replaced while it was read is still released. */
 typedef struct held_input {
     dev_t dev;
     ino_t ino;
@@ -56,35 +59,55 @@ static pf_mutex g_held_lock = PTHREAD_MUTEX_INITIALIZER;
 static held_input *g_held;
 static int g_held_count, g_held_cap;
 
+static void held_add(const char *path, const struct stat *sb)
+{
+    for (int i = 0; i < g_held_count; i++)
+        if (g_held[i].dev == sb->st_dev && g_held[i].ino == sb->st_ino &&
+            !strcmp(g_held[i].path, path)) {
+            g_held[i].refs++;
+            return;
+        }
+    if (g_held_count == g_held_cap) {
+        int cap = g_held_cap ? 2 * g_held_cap : 16;
+        held_input *grown = realloc(g_held, (size_t)cap * sizeof *grown);
+        if (!grown) return; /* out of memory: the CLI's own checks still hold */
+        g_held = grown;
+        g_held_cap = cap;
+    }
+    char *copy = strdup(path);
+    if (copy) g_held[g_held_count++] = (held_input){sb->st_dev, sb->st_ino, 1, copy};
+}
+
+static void held_release(const char *path)
+{
+    /* The entry of this file if it is still there, else any of this name
+     * (held before it was deleted or replaced). */
+    struct stat sb;
+    bool have = stat(path, &sb) == 0;
+    int found = -1;
+    for (int i = 0; i < g_held_count; i++) {
+        if (strcmp(g_held[i].path, path) != 0) continue;
+        if (found < 0) found = i;
+        if (have && g_held[i].dev == sb.st_dev && g_held[i].ino == sb.st_ino) {
+            found = i;
+            break;
+        }
+    }
+    if (found < 0 || --g_held[found].refs > 0) return;
+    free(g_held[found].path);
+    g_held[found] = g_held[--g_held_count];
+}
+
 void pf_io_input_hold(const char *path, bool hold)
 {
+    if (!path || pf_io_is_std(path)) return;
     struct stat sb;
-    if (!path || pf_io_is_std(path) || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return;
+    if (hold && (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))) return;
     pf_mutex_lock(&g_held_lock);
-    int i = 0;
-    while (i < g_held_count && !(g_held[i].dev == sb.st_dev && g_held[i].ino == sb.st_ino)) i++;
-    if (hold) {
-        if (i < g_held_count) {
-            g_held[i].refs++;
-        } else {
-            if (g_held_count == g_held_cap) {
-                int cap = g_held_cap ? 2 * g_held_cap : 16;
-                held_input *grown = realloc(g_held, (size_t)cap * sizeof *grown);
-                if (grown) {
-                    g_held = grown;
-                    g_held_cap = cap;
-                }
-            }
-            char *copy = strdup(path);
-            if (g_held_count < g_held_cap && copy)
-                g_held[g_held_count++] = (held_input){sb.st_dev, sb.st_ino, 1, copy};
-            else
-                free(copy); /* out of memory: the CLI's own checks still hold */
-        }
-    } else if (i < g_held_count && --g_held[i].refs == 0) {
-        free(g_held[i].path);
-        g_held[i] = g_held[--g_held_count];
-    }
+    if (hold)
+        held_add(path, &sb);
+    else
+        held_release(path);
     pf_mutex_unlock(&g_held_lock);
 }
 

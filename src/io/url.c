@@ -204,3 +204,16 @@ const char *pf_io_url_name(const char *url, char *buf, size_t size)
     buf[at] = '\0';
     return buf;
 }
+
+const char *pf_io_url_muxer(const char *scheme)
+{
+    /* MPEG-TS for the byte-stream protocols: it needs no global header, so a
+     * receiver can join at any keyframe, and ffmpeg/GStreamer/VLC read it. */
+    static const char *const map[][2] = {{"udp", "mpegts"},  {"tcp", "mpegts"},
+                                         {"srt", "mpegts"},  {"rtp", "rtp_mpegts"},
+                                         {"rtsp", "rtsp"},   {"rtmp", "flv"},
+                                         {"rtmps", "flv"},   {NULL, NULL}};
+    for (int i = 0; scheme && map[i][0]; i++)
+        if (!strcmp(scheme, map[i][0])) return map[i][1];
+    return NULL;
+}

@@ -13,7 +13,14 @@
  * bitstreams crop in units of two pixels, so the extra line cannot be
  * cropped away (what `-vf pad=ceil(iw/2)*2:ceil(ih/2)*2` gives ffmpeg users).
  * Streams of p->copy_streams_from are copied packet by packet from a second
- * demuxer, pulled up to each frame's time so the muxer interleaves them. */
+ * demuxer, pulled up to each frame's time so the muxer interleaves them.
+ *
+ * Network outputs (a URL path, io.h "Network outputs"): the protocol is
+ * opened by libavformat with the whitelist, and every blocking call into it
+ * (connect, RTSP handshake, a send into a full socket buffer) polls
+ * interrupt_cb, which ends it once the deadline set before the call passes:
+ * a receiver that vanished or stopped reading fails the writer within
+ * open_timeout_ms / write_timeout_ms instead of hanging the job. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +28,7 @@
 
 #include "../core/error.h"
 #include "io_impl.h"
+#include "url.h"
 #include "video_impl.h"
 
 #ifdef PF_HAVE_FFMPEG
@@ -30,6 +38,7 @@
 #include <libavutil/display.h>
 #include <libavutil/opt.h>
 #include <libavutil/pixdesc.h>
+#include <libavutil/time.h>
 #include <libswscale/swscale.h>
 
 #include "ffmpeg_util.h"
@@ -58,7 +67,30 @@ struct pf_ffenc {
     int in_w, in_h;           /* frames given; the encoder's may be padded */
     copy_src copy;
     bool header_written, finished;
+    /* Network output: deadline (av_gettime_relative() microseconds, 0 = none)
+     * of the blocking call under way, polled by interrupt_cb; `abandon`
+     * makes it fire at once (discard: never wait for a dead peer). */
+    bool live;
+    int64_t deadline_us, write_timeout_us;
+    bool timed_out, abandon;
 };
+
+static int interrupt_cb(void *opaque)
+{
+    pf_ffenc *e = opaque;
+    if (e->abandon || (e->deadline_us > 0 && av_gettime_relative() > e->deadline_us)) {
+        e->timed_out = !e->abandon;
+        return 1;
+    }
+    return 0;
+}
+
+/* Arms the deadline `us` from now for the next blocking call (live only). */
+static void arm(pf_ffenc *e, int64_t us)
+{
+    e->timed_out = false;
+    e->deadline_us = e->live && us > 0 ? av_gettime_relative() + us : 0;
+}
 
 static bool has_alpha(enum AVPixelFormat f)
 {
@@ -332,10 +364,13 @@ static void pad_edges(AVFrame *fr, int w, int h)
  * default, else MPEG-4 Part 2, which every FFmpeg build has natively (the
  * GPU machine's static FFmpeg has no external codec libraries). The
  * fallback is logged, since its quality per bit is far below x264's. */
-static const AVCodec *default_encoder(const AVOutputFormat *of, const char *name)
+static const AVCodec *default_encoder(const AVOutputFormat *of, const char *name, bool live)
 {
+    /* A muxer without a codec list (MPEG-TS, RTSP) answers "unknown" (< 0):
+     * for a live output H.264 is what receivers expect there, not MPEG-2. */
     const AVCodec *c = avcodec_find_encoder_by_name("libx264");
-    if (c && avformat_query_codec(of, c->id, FF_COMPLIANCE_NORMAL) == 1) return c;
+    int ok = c ? avformat_query_codec(of, c->id, FF_COMPLIANCE_NORMAL) : 0;
+    if (c && (ok == 1 || (live && ok < 0))) return c;
     c = of->video_codec != AV_CODEC_ID_NONE ? avcodec_find_encoder(of->video_codec) : NULL;
     if (!c || avformat_query_codec(of, c->id, FF_COMPLIANCE_NORMAL) == 0) {
         const AVCodec *m = avcodec_find_encoder(AV_CODEC_ID_MPEG4);
@@ -345,6 +380,49 @@ static const AVCodec *default_encoder(const AVOutputFormat *of, const char *name
         pf_log(PF_LOG_INFO, "%s: this FFmpeg has no libx264 for %s: encoding with %s", name,
                of->name, c->name);
     return c;
+}
+
+/* "NAME: WHAT: the receiver took no data for N ms (timed out)". */
+static pf_status timed_out(pf_ffenc *e, const char *what, int64_t ms)
+{
+    return pf_set_error(PF_ERR_IO, "%s: %s: the receiver took no data for %lld ms (timed out)",
+                        e->name, what, (long long)ms);
+}
+
+/* A network output: the whitelist on every open (nested ones too), the
+ * deadline callback, packets flushed as they come, a short MPEG-TS mux
+ * delay, and RTSP over TCP unless the caller chose. */
+static pf_status live_setup(pf_ffenc *e, const pf_video_writer_params *p, AVDictionary **opts)
+{
+    const char *list = p->protocols ? p->protocols : PF_IO_DEFAULT_OUTPUT_PROTOCOLS;
+    e->oc->protocol_whitelist = av_strdup(list);
+    if (!e->oc->protocol_whitelist || av_dict_set(opts, "protocol_whitelist", list, 0) < 0)
+        return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", e->name);
+    e->oc->interrupt_callback = (AVIOInterruptCB){interrupt_cb, e};
+    e->oc->flags |= AVFMT_FLAG_FLUSH_PACKETS;
+    e->oc->flush_packets = 1;
+    e->oc->max_delay = 100000; /* us: MPEG-TS's PCR lead, 0.7 s by default */
+    e->write_timeout_us = p->write_timeout_ms > 0 ? p->write_timeout_ms * 1000 : 0;
+    if (!strcmp(e->oc->oformat->name, "rtsp") &&
+        av_dict_set(opts, "rtsp_transport", "tcp", AV_DICT_DONT_OVERWRITE) < 0)
+        return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", e->name);
+    /* MPEG-TS: the PES length written for video (frames under 64 KB), so a
+     * demuxer hands the frame on when its last byte arrives instead of when
+     * the next frame starts: 1280x720 30 fps over TCP, write -> read p50 41
+     * -> 10 ms (bench_net_output, ultrafast). */
+    if (!strcmp(e->oc->oformat->name, "mpegts") &&
+        av_dict_set(opts, "omit_video_pes_length", "0", AV_DICT_DONT_OVERWRITE) < 0)
+        return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", e->name);
+    /* SRT in live mode drops what it has not sent yet at close (measured:
+     * 32 of 50 frames arrived): linger until the receiver has it all, for
+     * at most the write timeout. */
+    char scheme[16], linger[24];
+    pf_io_url_scheme(p->path, scheme, sizeof scheme);
+    int64_t secs = e->write_timeout_us > 0 ? (e->write_timeout_us + 999999) / 1000000 : 5;
+    snprintf(linger, sizeof linger, "%lld", (long long)secs);
+    if (!strcmp(scheme, "srt") && av_dict_set(opts, "linger", linger, AV_DICT_DONT_OVERWRITE) < 0)
+        return pf_set_error(PF_ERR_NOMEM, "%s: out of host memory", e->name);
+    return PF_OK;
 }
 
 pf_status pf_ffenc_open(const pf_video_writer_params *p, const char *name, pf_ffenc **out)
@@ -357,6 +435,12 @@ pf_status pf_ffenc_open(const pf_video_writer_params *p, const char *name, pf_ff
     pf_status st = PF_OK;
     const char *url = pf_io_is_std(p->path) ? "pipe:1" : p->path;
     const char *container = p->container && p->container[0] ? p->container : NULL;
+    char scheme[16] = "";
+    e->live = pf_io_url_scheme(p->path, scheme, sizeof scheme);
+    if (e->live && !container) container = pf_io_url_muxer(scheme);
+    /* muxer_options, then the protocol takes its own (avio_open2) and the
+     * muxer the rest (avformat_write_header); anything left is unknown. */
+    AVDictionary *opts = NULL;
     int err = avformat_alloc_output_context2(&e->oc, NULL, container, url);
     if (err < 0 || !e->oc) {
         st = container ? pf_set_error(PF_ERR_UNSUPPORTED, "%s: FFmpeg has no muxer named '%s'",
@@ -369,7 +453,7 @@ pf_status pf_ffenc_open(const pf_video_writer_params *p, const char *name, pf_ff
     }
     const char *codec_name = p->codec && p->codec[0] ? p->codec : NULL;
     const AVCodec *codec = codec_name ? avcodec_find_encoder_by_name(codec_name)
-                                      : default_encoder(e->oc->oformat, name);
+                                      : default_encoder(e->oc->oformat, name, e->live);
     if (!codec_name && codec) codec_name = codec->name;
     if (!codec) {
         if (!codec_name) {
@@ -437,9 +521,20 @@ pf_status pf_ffenc_open(const pf_video_writer_params *p, const char *name, pf_ff
     set_color_tags(e->enc, &p->color);
     e->enc->thread_count = p->threads > 0 ? p->threads : 0;
     if (p->gop > 0) e->enc->gop_size = p->gop;
+    if (e->live) {
+        /* A frame leaves the encoder when it is written (no B-frames to
+         * reorder, no lookahead), and a receiver that joins late waits at
+         * most 2 s for a keyframe. */
+        int two_s = (int)(2.0 * p->fps.num / p->fps.den + 0.5);
+        e->enc->max_b_frames = 0;
+        if (p->gop <= 0) e->enc->gop_size = two_s > 0 ? two_s : 1;
+    }
     if (p->bitrate > 0) e->enc->bit_rate = p->bitrate;
     if (e->oc->oformat->flags & AVFMT_GLOBALHEADER) e->enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
     if (p->preset && p->preset[0]) st = set_opt(e, "preset", p->preset);
+    /* libx264 (and x265): no lookahead and no frame threads for a live
+     * output; encoders without a tune option ignore it (set_opt). */
+    if (st == PF_OK && e->live) st = set_opt(e, "tune", "zerolatency");
     /* x265 prints its own info lines on stderr unless told otherwise. */
     if (st == PF_OK && codec->id == AV_CODEC_ID_HEVC && !strcmp(codec->name, "libx265"))
         st = set_opt(e, "x265-params", "log-level=error");
@@ -489,22 +584,51 @@ pf_status pf_ffenc_open(const pf_video_writer_params *p, const char *name, pf_ff
         st = open_copy(e, p);
         if (st != PF_OK) goto fail;
     }
+    if (p->muxer_options && p->muxer_options[0] &&
+        av_dict_parse_string(&opts, p->muxer_options, "=", ":", 0) < 0) {
+        st = pf_set_error(PF_ERR_INVALID, "%s: muxer_options '%s': expected key=value:key=value",
+                          name, p->muxer_options);
+        goto fail;
+    }
+    if (e->live) {
+        st = live_setup(e, p, &opts);
+        if (st != PF_OK) goto fail;
+    }
+    pf_ff_log_reset();
+    arm(e, p->open_timeout_ms * 1000);
     if (!(e->oc->oformat->flags & AVFMT_NOFILE)) {
         /* url is pf_output's temporary (video_writer.c renames it over the
-         * path at close); messages name the final path. */
-        err = avio_open(&e->oc->pb, url, AVIO_FLAG_WRITE);
+         * path at close), or the URL; messages name the final path or the
+         * redacted URL. */
+        err = avio_open2(&e->oc->pb, url, AVIO_FLAG_WRITE, &e->oc->interrupt_callback, &opts);
         if (err < 0) {
-            st = pf_io_errno("create", name, AVUNERROR(err));
+            st = e->timed_out ? timed_out(e, "cannot connect", p->open_timeout_ms)
+                 : e->live    ? pf_ff_fail(PF_ERR_IO, name, "cannot connect", err)
+                              : pf_io_errno("create", name, AVUNERROR(err));
             goto fail;
         }
     }
-    pf_ff_log_reset();
-    err = avformat_write_header(e->oc, NULL);
+    err = avformat_write_header(e->oc, &opts);
     if (err < 0) {
-        st = pf_ff_fail(PF_ERR_IO, name, "cannot write the container header", err);
+        st = e->timed_out ? timed_out(e, "cannot start the stream", p->open_timeout_ms)
+                          : pf_ff_fail(PF_ERR_IO, name,
+                                       e->live ? "cannot start the stream"
+                                               : "cannot write the container header",
+                                       err);
         goto fail;
     }
     e->header_written = true;
+    arm(e, 0);
+    if (av_dict_count(opts) > 0) {
+        /* Left over: neither the protocol nor the muxer took it. */
+        st = pf_set_error(PF_ERR_INVALID,
+                          "%s: muxer_options: '%s' is an option of neither the %s muxer nor "
+                          "the protocol",
+                          name, av_dict_get(opts, "", NULL, AV_DICT_IGNORE_SUFFIX)->key,
+                          e->oc->oformat->name);
+        goto fail;
+    }
+    av_dict_free(&opts);
     e->frame->format = pix;
     e->frame->width = enc_w;
     e->frame->height = enc_h;
@@ -524,8 +648,14 @@ pf_status pf_ffenc_open(const pf_video_writer_params *p, const char *name, pf_ff
     *out = e;
     return PF_OK;
 fail:
-    e->finished = true; /* no trailer for a file that never started */
-    pf_ffenc_free(&e);
+    av_dict_free(&opts);
+    e->abandon = true; /* closing sends nothing more to a peer that failed */
+    if (e->header_written) {
+        pf_ffenc_discard(&e); /* started: RTSP's sockets close in the trailer */
+    } else {
+        e->finished = true; /* no trailer for a file that never started */
+        pf_ffenc_free(&e);
+    }
     return st;
 }
 
@@ -541,8 +671,15 @@ static pf_status encode(pf_ffenc *e, AVFrame *frame)
         if (err < 0) return pf_ff_fail(PF_ERR_IO, e->name, "encoding failed", err);
         av_packet_rescale_ts(e->pkt, e->enc->time_base, e->st->time_base);
         e->pkt->stream_index = e->st->index;
+        arm(e, e->write_timeout_us);
         err = av_interleaved_write_frame(e->oc, e->pkt); /* takes the packet's data */
-        if (err < 0) return pf_ff_fail(PF_ERR_IO, e->name, "cannot write", err);
+        bool late = e->timed_out;
+        arm(e, 0);
+        if (err < 0 && late) return timed_out(e, "cannot write", e->write_timeout_us / 1000);
+        if (err < 0)
+            return pf_ff_fail(PF_ERR_IO, e->name,
+                              e->live ? "cannot write (the receiver is gone?)" : "cannot write",
+                              err);
     }
 }
 
@@ -563,6 +700,7 @@ pf_status pf_ffenc_finish(pf_ffenc *e)
     if (e->finished) return PF_OK;
     e->finished = true;
     pf_status st = encode(e, NULL);
+    arm(e, e->write_timeout_us);
     int err = av_write_trailer(e->oc);
     if (err < 0 && st == PF_OK) st = pf_ff_fail(PF_ERR_IO, e->name, "cannot write the trailer", err);
     if (e->oc->pb && !(e->oc->oformat->flags & AVFMT_NOFILE)) {
@@ -572,7 +710,27 @@ pf_status pf_ffenc_finish(pf_ffenc *e)
         err = avio_closep(&e->oc->pb);
         if (err < 0 && st == PF_OK) st = pf_ff_fail(PF_ERR_IO, e->name, "cannot close", err);
     }
+    if (e->timed_out && st != PF_OK)
+        st = timed_out(e, "cannot finish the stream", e->write_timeout_us / 1000);
+    arm(e, 0);
     return st;
+}
+
+void pf_ffenc_discard(pf_ffenc **pe)
+{
+    if (!pe || !*pe) return;
+    pf_ffenc *e = *pe;
+    if (!e->finished) {
+        e->finished = true;
+        /* No encoder flush, no trailer into a file that is then deleted. A
+         * network output never waits: every blocking call is interrupted at
+         * once. The RTSP muxer (no AVIOContext of ours) closes its
+         * connections only in its trailer, which then sends nothing. */
+        e->abandon = true;
+        if (e->header_written && e->oc && (e->oc->oformat->flags & AVFMT_NOFILE))
+            av_write_trailer(e->oc);
+    }
+    pf_ffenc_free(pe);
 }
 
 void pf_ffenc_free(pf_ffenc **pe)
@@ -638,6 +796,11 @@ bool pf_video_have_encoder(const char *name)
 }
 
 void pf_ffenc_free(pf_ffenc **e)
+{
+    if (e) *e = NULL;
+}
+
+void pf_ffenc_discard(pf_ffenc **e)
 {
     if (e) *e = NULL;
 }

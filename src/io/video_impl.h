@@ -69,6 +69,11 @@ pf_rational pf_ffenc_time_base(const pf_ffenc *e);
 pf_status pf_ffenc_copy_until(pf_ffenc *e, double until);
 /* Flush, trailer, close the file. */
 pf_status pf_ffenc_finish(pf_ffenc *e);
+/* Frees without flushing the encoder or writing a trailer (a file about to
+ * be deleted, a dead receiver): nothing more is encoded, and no blocking
+ * write is waited for. Sets *e = NULL; accepts NULL. */
+void pf_ffenc_discard(pf_ffenc **e);
+/* Finishes (if not yet) and frees. */
 void pf_ffenc_free(pf_ffenc **e);
 
 #endif

@@ -5,7 +5,10 @@
  * temporary name (FFmpeg is handed that name; its extension is kept for the
  * muxer guess) and renamed over the path by close() only when the trailer
  * is written and the data is on disk; a writer whose create, write or close
- * failed removes its temporary instead, leaving the path untouched. */
+ * failed removes its temporary instead, leaving the path untouched.
+ *
+ * A URL path (io.h "Network outputs") has no pf_output: FFmpeg opens the
+ * protocol itself, and every message names the URL redacted (w->name). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +17,7 @@
 #include "../core/error.h"
 #include "io_impl.h"
 #include "pixflow/ops.h"
+#include "url.h"
 #include "video_impl.h"
 #include "y4m.h"
 
@@ -56,6 +60,8 @@ pf_video_writer_params pf_video_writer_params_default(void)
     p.codec = NULL;             /* libx264, or the fallback in video_ffmpeg_enc.c */
     p.crf = 23;
     p.preset = "medium";
+    p.open_timeout_ms = 10000;
+    p.write_timeout_ms = 5000;
     return p;
 }
 
@@ -68,6 +74,7 @@ static bool in_format_ok(pf_pixfmt f)
 static dst_kind pick_kind(const pf_video_writer_params *p)
 {
     const char *c = p->container;
+    if (pf_io_is_url(p->path)) return DST_FFMPEG; /* y4m/raw refused in check_url */
     if (c && c[0]) {
         if (strcmp(c, "y4m") == 0 || strcmp(c, "yuv4mpegpipe") == 0) return DST_Y4M;
         if (strcmp(c, "raw") == 0 || strcmp(c, "rawvideo") == 0) return DST_RAW;
@@ -105,13 +112,55 @@ static pf_status open_y4m(pf_video_writer *w)
                                w->y4m_format == PF_PIXFMT_GRAY8, w->sar, w->y4m_full);
 }
 
+/* A URL output: a scheme on the whitelist, an FFmpeg muxer, a timeout >= 0. */
+static pf_status check_url(const pf_video_writer_params *p, const char *name)
+{
+    char scheme[32];
+    pf_io_url_scheme(p->path, scheme, sizeof scheme);
+    const char *list = p->protocols ? p->protocols : PF_IO_DEFAULT_OUTPUT_PROTOCOLS;
+    if (!strcmp(scheme, "file"))
+        return pf_set_error(PF_ERR_INVALID,
+                            "pf_video_writer_create: %s: write to a path, not a file:// URL (a "
+                            "path is written under a temporary name and renamed when complete)",
+                            name);
+    if (!pf_io_protocol_allowed(list, scheme))
+        return pf_set_error(PF_ERR_UNSUPPORTED,
+                            "pf_video_writer_create: %s: URL protocol '%s' is not allowed for "
+                            "outputs (allowed: %s)",
+                            name, scheme, list);
+    const char *c = p->container;
+    if (c && (!strcmp(c, "y4m") || !strcmp(c, "raw") || !strcmp(c, "rawvideo")))
+        return pf_set_error(PF_ERR_UNSUPPORTED,
+                            "pf_video_writer_create: %s: container '%s' is written to files "
+                            "only; a URL takes an FFmpeg muxer (mpegts, flv, rtsp, ...)",
+                            name, c);
+    if (!(c && c[0]) && !pf_io_url_muxer(scheme))
+        return pf_set_error(PF_ERR_UNSUPPORTED,
+                            "pf_video_writer_create: %s: no muxer for '%s' outputs; set "
+                            "params.container",
+                            name, scheme);
+    if (p->open_timeout_ms < 0 || p->write_timeout_ms < 0)
+        return pf_set_error(PF_ERR_INVALID,
+                            "pf_video_writer_create: %s: open_timeout_ms %lld, write_timeout_ms "
+                            "%lld (expected >= 0)",
+                            name, (long long)p->open_timeout_ms, (long long)p->write_timeout_ms);
+    return PF_OK;
+}
+
 pf_status pf_video_writer_create(const pf_video_writer_params *p, pf_video_writer **out)
 {
     PF_CHECK_ARG(out, "pf_video_writer_create", "out is NULL");
     *out = NULL;
     PF_CHECK_ARG(p, "pf_video_writer_create", "params are NULL");
     PF_CHECK_ARG(p->path && p->path[0], "pf_video_writer_create", "path is NULL or empty");
-    const char *name = pf_io_out_name(p->path);
+    /* A URL is named without its credentials in every message. */
+    char shown[1024];
+    bool url = pf_io_is_url(p->path);
+    const char *name = url ? pf_io_redact(p->path, shown, sizeof shown) : pf_io_out_name(p->path);
+    if (url) {
+        pf_status ust = check_url(p, name);
+        if (ust != PF_OK) return ust;
+    }
     if (p->width <= 0 || p->height <= 0 || p->width > PF_FRAME_MAX_DIM ||
         p->height > PF_FRAME_MAX_DIM)
         return pf_set_error(PF_ERR_INVALID,
@@ -156,7 +205,7 @@ pf_status pf_video_writer_create(const pf_video_writer_params *p, pf_video_write
     pf_status st = w->name && w->path ? PF_OK : pf_set_error(PF_ERR_NOMEM, "out of host memory");
     /* FFmpeg's image2 muxer writes one file per frame itself ('%' pattern). */
     bool pattern = w->kind == DST_FFMPEG && strchr(p->path, '%');
-    if (st == PF_OK && !pattern) st = pf_output_open(p->path, 0, &w->out);
+    if (st == PF_OK && !pattern && !url) st = pf_output_open(p->path, 0, &w->out);
     if (st == PF_OK) {
         pf_video_writer_params fp = *p;
         if (w->out && !pf_io_is_std(p->path)) fp.path = pf_output_write_path(w->out);
@@ -302,8 +351,13 @@ pf_status pf_video_writer_close(pf_video_writer *w)
          * when the video was cut short (frames, duration), else all. */
         bool cut = w->max_frames > 0 || w->end_s >= 0;
         if (w->failed == PF_OK) st = pf_ffenc_copy_until(w->ff, cut ? w->last_end_s : 1e300);
-        pf_status fst = pf_ffenc_finish(w->ff);
-        if (st == PF_OK) st = fst;
+        if (w->failed == PF_OK && st == PF_OK) {
+            st = pf_ffenc_finish(w->ff);
+        } else {
+            /* The output is lost (a temporary to delete, a receiver gone):
+             * flushing the encoder into it would only cost time. */
+            pf_ffenc_discard(&w->ff);
+        }
     }
     w->fp = NULL;
     if (w->failed == PF_OK) w->failed = st;
@@ -337,10 +391,10 @@ void pf_video_writer_discard(pf_video_writer **pw)
     if (!pw || !*pw) return;
     pf_video_writer *w = *pw;
     if (!w->closed) {
-        /* Whatever FFmpeg still writes goes to the temporary, removed below. */
+        /* No flush, no trailer: the temporary is removed below. */
         w->closed = true;
         w->failed = PF_ERR_CANCELLED;
-        pf_ffenc_free(&w->ff);
+        pf_ffenc_discard(&w->ff);
     }
     pf_video_writer_destroy(pw); /* aborts the pf_output still held */
 }

@@ -410,8 +410,22 @@ pf_status bi_image_source_create(bi_args *a, pf_stage_desc *d)
  * be refused then: an output that is a source's input (held by the sources
  * made before it; pf_output_open checks again), or one that exists under
  * a never-overwrite policy (enforced again, atomically, at commit). */
-static pf_status check_output(bi_args *a, const char *path)
+static pf_status check_output(bi_args *a, const char *path, bool url_ok)
 {
+    char scheme[32];
+    if (pf_io_url_scheme(path, scheme, sizeof scheme)) {
+        /* A network output (io.video_sink): no file to compare; a protocol
+         * the writer would refuse is said at load, without credentials. */
+        char shown[1024];
+        pf_io_redact(path, shown, sizeof shown);
+        if (!url_ok)
+            return bi_error(a, "path", "%s: images are written to files, not to URLs", shown);
+        if (strcmp(scheme, "file") != 0 &&
+            pf_io_protocol_allowed(PF_IO_DEFAULT_OUTPUT_PROTOCOLS, scheme))
+            return PF_OK;
+        return bi_error(a, "path", "%s: URL protocol '%s' is not allowed for outputs (allowed: %s)",
+                        shown, scheme, PF_IO_DEFAULT_OUTPUT_PROTOCOLS);
+    }
     if (pf_io_check_not_input(path) != PF_OK) {
         char msg[1024]; /* bi_error formats into the error buffer: copy it first */
         snprintf(msg, sizeof msg, "%s", pf_last_error());
@@ -428,7 +442,7 @@ static pf_status check_output(bi_args *a, const char *path)
 typedef struct vsink {
     bi_stage base;
     pf_video_writer_params wp;
-    char *path, *container, *codec, *preset, *codec_pixfmt, *copy_streams;
+    char *path, *container, *codec, *preset, *codec_pixfmt, *copy_streams, *muxer_options;
     bool fps_given;           /* `fps` in the YAML; else the frames' own rate */
     pf_video_writer *w;
     pf_status failed;
@@ -480,6 +494,7 @@ static void vsink_free(bi_stage *b)
     free(s->preset);
     free(s->codec_pixfmt);
     free(s->copy_streams);
+    free(s->muxer_options);
 }
 
 static void vsink_stop(void *user)
@@ -550,7 +565,10 @@ pf_status bi_video_sink_create(bi_args *a, pf_stage_desc *d)
     const char *copy = bi_str(a, "copy_streams");
     const char *start = bi_str(a, "start");
     const char *duration = bi_str(a, "duration");
-    int64_t crf, gop, bitrate, threads, frames;
+    /* Network outputs (path a URL): options of the protocol and muxer, and
+     * the deadline of the connect and of each write. */
+    const char *mux_opts = bi_str(a, "muxer_options");
+    int64_t crf, gop, bitrate, threads, frames, timeout_ms;
     double fps;
     s->fps_given = bi_has(a, "fps");
     if (!path) st = bi_error(a, NULL, "missing required parameter 'path' (a video file or -)");
@@ -560,6 +578,7 @@ pf_status bi_video_sink_create(bi_args *a, pf_stage_desc *d)
     if (st == PF_OK) st = bi_int(a, "bitrate", 0, 0, INT64_MAX, &bitrate);
     if (st == PF_OK) st = bi_int(a, "codec_threads", 0, 0, 256, &threads);
     if (st == PF_OK) st = bi_int(a, "frames", 0, 0, INT64_MAX, &frames);
+    if (st == PF_OK) st = bi_int(a, "timeout_ms", 0, 0, 3600000, &timeout_ms);
     if (st == PF_OK && codec && !pf_video_have_encoder(codec) && pf_io_have_ffmpeg())
         st = bi_error(a, "codec", "codec '%s': FFmpeg has no such video encoder", codec);
     if (st == PF_OK && start && pf_parse_time(start, &s->wp.start_s) != PF_OK)
@@ -577,6 +596,9 @@ pf_status bi_video_sink_create(bi_args *a, pf_stage_desc *d)
         s->container = dup_opt(container);
         s->codec_pixfmt = dup_opt(cpf);
         s->copy_streams = dup_opt(copy);
+        s->muxer_options = dup_opt(mux_opts);
+        s->wp.muxer_options = s->muxer_options;
+        if (timeout_ms > 0) s->wp.open_timeout_ms = s->wp.write_timeout_ms = timeout_ms;
         s->wp.copy_streams_from = s->copy_streams;
         s->wp.max_frames = frames;
         s->wp.path = s->path;
@@ -600,7 +622,7 @@ pf_status bi_video_sink_create(bi_args *a, pf_stage_desc *d)
         }
         if (!s->path) st = pf_set_error(PF_ERR_NOMEM, "io.video_sink: out of host memory");
     }
-    if (st == PF_OK) st = check_output(a, path);
+    if (st == PF_OK) st = check_output(a, path, true);
     return bi_create_end(s, d, st);
 }
 
@@ -684,7 +706,7 @@ pf_status bi_image_sink_create(bi_args *a, pf_stage_desc *d)
     if (st == PF_OK && fmt == 0 && !strstr(path, ".png") && !strstr(path, ".jp") &&
         !strstr(path, ".PNG") && !strstr(path, ".JP"))
         st = bi_error(a, "path", "path '%s': no .png/.jpg extension; set 'format'", path);
-    if (st == PF_OK && !strchr(path, '{')) st = check_output(a, path);
+    if (st == PF_OK && !strchr(path, '{')) st = check_output(a, path, false);
     if (st == PF_OK) {
         s->pattern = strdup(path);
         s->wp.format = (pf_image_format)fmt;

@@ -33,9 +33,10 @@
 
 static const cli_option seg_options[] = {
     {"output", "PATH", "output file or directory (also -o); '-' = Y4M on stdout; 'null' = "
-               "composite but write nothing (benchmarks)"},
+               "composite but write nothing (benchmarks); or a URL: udp://, tcp://, srt://, "
+               "rtsp://, rtmp://"},
     {"background", "BG", "blur (default), #RRGGBB, an image file, or none"},
-    {"mask-out", "PATH", "also write 8-bit masks: a directory or a file"},
+    {"mask-out", "PATH", "also write 8-bit masks: a directory, a file or a URL"},
     {"alpha", NULL, "RGBA output (PNG, or .mov/.mkv/.webm video) with the mask as alpha"},
     {"model", "MODEL", "selfie (default), landscape, or a model file path"},
     {"device", "SPEC", "auto, cpu, cuda, cuda:N (default: $PIXFLOW_DEVICE or auto)"},
@@ -62,6 +63,13 @@ static const cli_option seg_options[] = {
     {"realtime", NULL, "read files at their native frame rate (simulates cameras)"},
     {"retries", "N", "several inputs: a live input that fails, stalls or ends is reopened "
                      "up to N times in a row (default 3; -1 = forever), the others go on"},
+    {"output-timeout", "MS", "network outputs (-o udp://, tcp://, srt://, rtsp://, rtmp://): "
+                             "a receiver that takes no data for MS ms, or does not answer "
+                             "the connect within MS, fails that output (default 5000 for "
+                             "writes, 10000 for the connect)"},
+    {"output-options", "K=V:K=V", "options of the output's protocol and muxer (FFmpeg names): "
+                                  "pkt_size=1316, send_buffer_size=65536, "
+                                  "rtsp_transport=udp, movflags=faststart, ..."},
     {"help", NULL, "show this help"},
     {NULL, NULL, NULL},
 };
@@ -75,6 +83,7 @@ static void seg_usage(FILE *f)
             "                       [--quiet] [-y | -n] [--codec NAME] [--crf N | --bitrate RATE]\n"
             "                       [--preset NAME] [--start TIME] [--duration TIME]\n"
             "                       [--frames N] [--no-audio] [--realtime] [--retries N]\n"
+            "                       [--output-timeout MS] [--output-options K=V:...]\n"
             "       pixflow segment VIDEO|URL VIDEO|URL... -o 'DIR/{name}_seg.mp4' [options]\n\n"
             "Finds the people in a video or images and replaces the background.\n"
             "INPUT: a video file (Y4M; other containers when built with FFmpeg), '-' for\n"
@@ -110,6 +119,13 @@ static void seg_usage(FILE *f)
             "position from 0): -o 'out/{name}_seg.mp4'; --mask-out likewise. A live input\n"
             "that fails is reopened (--retries) while the others go on; the summary and\n"
             "--json add one line (a 'streams' entry) per input.\n\n"
+            "Network outputs: -o udp://HOST:PORT, tcp://HOST:PORT, srt://HOST:PORT (MPEG-TS),\n"
+            "rtsp://HOST:PORT/PATH (RTSP push to a server, RTP over TCP) or rtmp://... (FLV),\n"
+            "H.264 with no B-frames and zerolatency; {name}/{index} work inside the URL.\n"
+            "Frames are sent as fast as they are made: --realtime paces a file input. A\n"
+            "receiver that goes away fails its output (within --output-timeout when it just\n"
+            "stops reading); with several inputs that stream stops and the others go on,\n"
+            "and the run exits 1. Passwords in URLs are never printed.\n\n"
             "options:\n");
     cli_print_options(f, seg_options);
     fprintf(f, "\nexit status: 0 all done; 1 a failure, or some images could not be read or\n"
@@ -262,6 +278,16 @@ static int parse_encode_options(seg_job *job, const cli_args *a)
         if (!parse_rate(v, &job->bitrate))
             return usage_error("--bitrate '%s': expected bits/s >= 1000, e.g. 2500k or 2.5M", v);
         if (job->crf >= 0) return usage_error("--bitrate %s: give --crf or --bitrate, not both", v);
+    }
+    if ((v = cli_value(seg_options, a, "output-options"))) {
+        if (!strchr(v, '='))
+            return usage_error("--output-options '%s': expected key=value[:key=value...]", v);
+        job->output_options = v;
+    }
+    if ((v = cli_value(seg_options, a, "output-timeout"))) {
+        if (!cli_parse_long(v, 1, 3600000L, &n))
+            return usage_error("--output-timeout '%s': expected milliseconds 1..3600000", v);
+        job->output_timeout_ms = n;
     }
     if ((v = cli_value(seg_options, a, "frames"))) {
         if (!cli_parse_long(v, 1, 2000000000L, &n))
@@ -541,8 +567,11 @@ static void gather(seg_job *job, pf_pipeline *p, double elapsed_s, summary *s)
 static void print_text(FILE *f, const seg_job *job, const seg_run *r, const summary *s)
 {
     const pf_device_props *dp = r->dev ? pf_device_props_get(r->dev) : NULL;
+    char shown[SEG_PATH_MAX]; /* a URL output without its credentials */
     fprintf(f, "pixflow segment: %s -> %s (%s)\n", job->input_label,
-            job->null_output ? "<null>" : strcmp(job->output, "-") ? job->output : "<stdout>",
+            job->null_output ? "<null>"
+            : strcmp(job->output, "-") ? seg_shown(job->output, shown, sizeof shown)
+                                       : "<stdout>",
             s->status);
     if (job->kind == SEG_IMAGES)
         fprintf(f, "  frames    %lld of %d images (%lld failed)\n", s->frames, job->num_inputs,
@@ -558,12 +587,14 @@ static void print_text(FILE *f, const seg_job *job, const seg_run *r, const summ
     fprintf(f, "  device    %s (%s)\n", r->dev ? pf_device_spec(r->dev) : "cpu",
             dp ? dp->name : "");
     fprintf(f, "  model     %s (%dx%d)\n", job->model, job->model_w, job->model_h);
-    if (job->mask_out[0]) fprintf(f, "  masks     %s\n", job->mask_out);
+    if (job->mask_out[0])
+        fprintf(f, "  masks     %s\n", seg_shown(job->mask_out, shown, sizeof shown));
     if (s->busiest[0]) fprintf(f, "  busiest   %s (%.0f%% busy)\n", s->busiest, 100 * s->busiest_busy);
     for (int i = 0; s->streams && i < job->num_streams; i++) {
         const seg_job *sj = &job->streams[i];
         fprintf(f, "  stream %d  %s -> %s: %lld frames, %.1f fps, %lld drops, p50 %.2f ms, "
-                "p99 %.2f ms", i, sj->input_label, sj->null_output ? "<null>" : sj->output,
+                "p99 %.2f ms", i, sj->input_label,
+                sj->null_output ? "<null>" : seg_shown(sj->output, shown, sizeof shown),
                 s->streams[i].frames, s->streams[i].fps, s->streams[i].dropped,
                 s->streams[i].p50_ms, s->streams[i].p99_ms);
         if (sj->live)
@@ -582,8 +613,10 @@ static void print_json(FILE *f, const seg_job *job, const seg_run *r, const summ
     cli_json_string(&j, "status", s->status);
     cli_json_string(&j, "input", job->input_label);
     cli_json_string(&j, "kind", job->kind == SEG_VIDEO ? "video" : "images");
-    cli_json_string(&j, "output", job->output);
-    cli_json_string(&j, "mask_out", job->mask_out[0] ? job->mask_out : NULL);
+    char shown[SEG_PATH_MAX]; /* URLs without their credentials */
+    cli_json_string(&j, "output", seg_shown(job->output, shown, sizeof shown));
+    cli_json_string(&j, "mask_out",
+                    job->mask_out[0] ? seg_shown(job->mask_out, shown, sizeof shown) : NULL);
     cli_json_int(&j, "frames", s->frames);
     if (job->kind == SEG_IMAGES) cli_json_int(&j, "images", job->num_inputs);
     cli_json_int(&j, "failed", s->failed);
@@ -607,7 +640,9 @@ static void print_json(FILE *f, const seg_job *job, const seg_run *r, const summ
             cli_json_object_begin(&j, NULL);
             cli_json_int(&j, "index", i);
             cli_json_string(&j, "input", sj->input_label);
-            cli_json_string(&j, "output", sj->null_output ? "null" : sj->output);
+            cli_json_string(&j, "output",
+                            sj->null_output ? "null" : seg_shown(sj->output, shown, sizeof shown));
+            cli_json_bool(&j, "output_failed", atomic_load(&sj->output_failed) != 0);
             cli_json_int(&j, "frames", s->streams[i].frames);
             cli_json_double(&j, "fps", s->streams[i].fps);
             cli_json_int(&j, "dropped", s->streams[i].dropped);
@@ -666,6 +701,7 @@ static int run_job(seg_job *job, seg_run *r, bool json, bool stats)
     if (stats) pf_pipeline_print_stats(p, strcmp(job->output, "-") ? stdout : stderr);
     pf_pipeline_destroy(&p); /* closes the writers, writes the trace */
     bool failed = st != PF_OK || atomic_load(&job->write_failed);
+    for (int i = 0; i < job->num_streams; i++) failed |= atomic_load(&job->streams[i].write_failed);
     if (!failed && !interrupted && job->kind == SEG_VIDEO && s.frames == 0 && job->start_s > 0) {
         /* Nothing to write: say why instead of leaving no output silently. */
         seg_error(job, "--start %g s: %s has no frames from there on", job->start_s,

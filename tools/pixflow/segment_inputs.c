@@ -300,6 +300,41 @@ static bool ieq(const char *a, const char *b)
     return *a == *b;
 }
 
+/* scheme://[user@]host[:port]/path of a URL, lower-cased up to the path,
+ * without credentials, query and fragment. */
+static void url_key(const char *url, char *buf, size_t size)
+{
+    const char *rest = strstr(url, "://");
+    size_t at = 0;
+    if (!rest || size == 0) return;
+    const char *auth = rest + 3;
+    size_t alen = strcspn(auth, "/?#");
+    const char *host = auth;
+    for (size_t i = 0; i < alen; i++)
+        if (auth[i] == '@') host = auth + i + 1;
+    for (const char *c = url; c < auth && at + 1 < size; c++)
+        buf[at++] = (char)(*c >= 'A' && *c <= 'Z' ? *c | 0x20 : *c);
+    for (const char *c = host; c < auth + alen && at + 1 < size; c++)
+        buf[at++] = (char)(*c >= 'A' && *c <= 'Z' ? *c | 0x20 : *c);
+    size_t plen = strcspn(auth + alen, "?#");
+    for (size_t i = 0; i < plen && at + 1 < size; i++) buf[at++] = auth[alen + i];
+    buf[at] = '\0';
+}
+
+bool seg_same_url(const char *a, const char *b)
+{
+    if (!a || !b || !pf_io_is_url(a) || !pf_io_is_url(b)) return false;
+    char ka[SEG_PATH_MAX], kb[SEG_PATH_MAX];
+    url_key(a, ka, sizeof ka);
+    url_key(b, kb, sizeof kb);
+    return strcmp(ka, kb) == 0;
+}
+
+const char *seg_shown(const char *path, char *buf, size_t size)
+{
+    return pf_io_redact(path, buf, size);
+}
+
 bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg)
 {
     char st[512];
@@ -346,7 +381,10 @@ bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg)
         snprintf(job->output, sizeof job->output, "null");
         out_arg = NULL;
     }
-    if (out_arg && strcmp(out_arg, "-") != 0 && names_dir(out_arg, false)) {
+    /* A URL (udp://, tcp://, rtsp://, ...) is a network output: no
+     * directory, no file checks but "not an input URL" (seg_check_outputs). */
+    if (out_arg && strcmp(out_arg, "-") != 0 && !pf_io_is_url(out_arg) &&
+        names_dir(out_arg, false)) {
         seg_error(job, "-o %s: a video is written to a file (or '-'), not a directory", out_arg);
         return false;
     }
@@ -367,15 +405,17 @@ bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg)
     if (job->alpha && !job->null_output) {
         const char *ext = extension(job->output);
         if (!ieq(ext, ".mov") && !ieq(ext, ".mkv") && !ieq(ext, ".webm")) {
+            char shown[SEG_PATH_MAX];
             seg_error(job, "-o %s: --alpha on video needs a container and codec that store "
-                      "alpha: .mov (qtrle), .mkv (ffv1) or .webm (vp9); Y4M has none",
-                      job->output);
+                      "alpha: .mov (qtrle), .mkv (ffv1) or .webm (vp9); Y4M and network "
+                      "outputs have none",
+                      seg_shown(job->output, shown, sizeof shown));
             return false;
         }
     }
     if (mask_arg) {
         snprintf(job->mask_out, sizeof job->mask_out, "%s", mask_arg);
-        job->mask_is_dir = names_dir(mask_arg, true);
+        job->mask_is_dir = !pf_io_is_url(mask_arg) && names_dir(mask_arg, true);
         if (job->mask_is_dir && !seg_make_dir(job, job->mask_out)) return false;
     }
     return true;
@@ -446,7 +486,33 @@ bool seg_check_outputs(seg_job *job, const char *trace)
         seg_error(job, "out of memory checking the outputs");
         n = 0;
     }
+    /* A network output: a protocol the writer takes (said now, not at the
+     * first frame), and not an input URL of this run (a loop). */
     for (int i = 0; ok && i < n; i++) {
+        char scheme[32], shown[SEG_PATH_MAX];
+        if (!pf_io_url_scheme(o[i].path, scheme, sizeof scheme)) continue;
+        if (strcmp(scheme, "file") != 0 &&
+            pf_io_protocol_allowed(PF_IO_DEFAULT_OUTPUT_PROTOCOLS, scheme))
+            continue;
+        seg_error(job, "%s %s: URL protocol '%s' is not allowed for outputs (allowed: %s%s)",
+                  !strcmp(o[i].what, "mask") ? "--mask-out" : "-o",
+                  seg_shown(o[i].path, shown, sizeof shown), scheme,
+                  PF_IO_DEFAULT_OUTPUT_PROTOCOLS,
+                  !strcmp(scheme, "file") ? "; a file is a path" : "");
+        ok = false;
+    }
+    for (int i = 0; ok && i < n; i++)
+        for (int k = 0; ok && k < job->num_inputs; k++) {
+            if (!seg_same_url(o[i].path, job->inputs[k])) continue;
+            char a[SEG_PATH_MAX], b[SEG_PATH_MAX];
+            seg_error(job, "%s %s is the input %s (the same stream): choose another %s",
+                      o[i].what, seg_shown(o[i].path, a, sizeof a),
+                      seg_shown(job->inputs[k], b, sizeof b),
+                      !strcmp(o[i].what, "mask") ? "--mask-out" : "-o");
+            ok = false;
+        }
+    for (int i = 0; ok && i < n; i++) {
+        if (pf_io_is_url(o[i].path)) continue; /* no file to compare */
         int t = cli_file_set_find(&ins, o[i].path);
         if (t < 0) continue;
         const char *in = t < job->num_inputs ? job->inputs[t]
@@ -462,7 +528,10 @@ bool seg_check_outputs(seg_job *job, const char *trace)
      * resolved ("out/x.png" and "./out/x.png" are one file). */
     for (int i = 0; ok && i < n; i++) {
         char canon[SEG_PATH_MAX];
-        cli_canonical_path(o[i].path, canon, sizeof canon);
+        if (pf_io_is_url(o[i].path))
+            snprintf(canon, sizeof canon, "%s", o[i].path);
+        else
+            cli_canonical_path(o[i].path, canon, sizeof canon);
         if (!(keys[i] = strdup(canon))) {
             seg_error(job, "out of memory checking the outputs");
             ok = false;
@@ -475,13 +544,15 @@ bool seg_check_outputs(seg_job *job, const char *trace)
     for (int i = 0; ok && i < n; i++) {
         int j = first[i];
         if (j < 0) continue;
+        char shown[SEG_PATH_MAX];
+        seg_shown(o[i].path, shown, sizeof shown);
         if (o[i].input >= 0 && o[j].input >= 0 && o[i].input != o[j].input)
             seg_error(job, "%s and %s would both be written to %s (the same name): rename one "
                       "or segment them in separate runs", job->inputs[o[j].input],
-                      job->inputs[o[i].input], o[i].path);
+                      job->inputs[o[i].input], shown);
         else
             seg_error(job, "the %s and the %s would both be written to %s: choose different "
-                      "names", o[j].what, o[i].what, o[i].path);
+                      "names", o[j].what, o[i].what, shown);
         ok = false;
     }
     for (int i = 0; ok && i < n; i++) ok = cli_output_may_write("segment", o[i].path);

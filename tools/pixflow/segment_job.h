@@ -66,6 +66,8 @@ struct seg_job {
     atomic_llong frames_done;
     atomic_llong images_failed;
     atomic_int write_failed;    /* closing a video writer failed (reported) */
+    atomic_int output_failed;   /* one of several streams: its output failed
+                                   (reported); its reader ends the stream */
     atomic_int progress_shown;  /* a progress line is on the terminal */
     bool tty;
     /* Several video inputs in one pipeline (segment_multi.c): the parent
@@ -81,6 +83,9 @@ struct seg_job {
                                    the run; written by its reader stage, read after) */
     bool live;                  /* a live input: its errors end its stream only */
     bool realtime;              /* --realtime: files read at their native rate */
+    const char *output_options; /* --output-options: the writer's muxer_options */
+    int64_t output_timeout_ms;  /* --output-timeout: network outputs' open and
+                                   write deadline; 0 = the writer's defaults */
     int retries;                /* --retries: live input of several, reopened up to
                                    this many times in a row (-1 forever) */
 };
@@ -122,6 +127,14 @@ bool seg_open_video(seg_job *job, const char *path);
 bool seg_make_dir(seg_job *job, const char *dir);
 /* An input's stem (pf_io_url_name for a URL). */
 void seg_stem(const char *path, char *out, size_t size);
+/* Whether two URLs name one stream end: scheme, host, port and path equal
+ * (scheme and host case-insensitively), credentials, query and fragment
+ * ignored ("tcp://h:9000?listen=1" and "tcp://h:9000" are one port). False
+ * unless both are URLs. */
+bool seg_same_url(const char *a, const char *b);
+/* `path` fit to print: a URL without its credentials (pf_io_redact), into
+ * buf; returns buf. */
+const char *seg_shown(const char *path, char *buf, size_t size);
 
 /* Several inputs (segment_multi.c) ---------------------------------------------------------- */
 

@@ -72,8 +72,10 @@ static bool has_key(const char *pattern)
 
 static int usage(const char *what, const char *arg)
 {
+    char shown[SEG_PATH_MAX]; /* a URL without its password */
     fprintf(stderr, "pixflow segment: %s '%s': several inputs need a pattern with {name} or "
-            "{index} (e.g. 'out/{name}_seg.mp4') (see 'pixflow segment --help')\n", what, arg);
+            "{index} (e.g. 'out/{name}_seg.mp4') (see 'pixflow segment --help')\n", what,
+            seg_shown(arg, shown, sizeof shown));
     return CLI_EXIT_USAGE;
 }
 
@@ -93,7 +95,15 @@ static bool check_cross_inputs(seg_job *job, const char *trace)
                 const char *in = j < job->num_streams ? job->streams[j].inputs[0]
                                  : j == job->num_streams ? job->model
                                                          : job->bg_path;
-                if (!in || !in[0] || !pf_output_same_file(outs[k], in)) continue;
+                if (!in || !in[0]) continue;
+                char shown[SEG_PATH_MAX];
+                if (seg_same_url(outs[k], in)) {
+                    seg_error(job, "%s is %s, an input of this run (the same stream): choose "
+                              "another output", seg_shown(outs[k], shown, sizeof shown),
+                              job->streams[j].input_shown);
+                    return false;
+                }
+                if (!pf_output_same_file(outs[k], in)) continue;
                 seg_error(job, "%s would replace %s, an input of this run: choose another "
                           "output", outs[k], j < job->num_streams ? job->streams[j].input_shown
                                                                   : in);
@@ -180,7 +190,10 @@ static bool check_shared(seg_job *job)
         for (int k = 0; k < 2 && ok; k++) {
             if (!paths[k]) continue;
             char canon[SEG_PATH_MAX];
-            cli_canonical_path(paths[k], canon, sizeof canon);
+            if (pf_io_is_url(paths[k]))
+                snprintf(canon, sizeof canon, "%s", paths[k]);
+            else
+                cli_canonical_path(paths[k], canon, sizeof canon);
             owner[n] = i;
             ok = (keys[n++] = strdup(canon)) != NULL;
         }
@@ -189,9 +202,10 @@ static bool check_shared(seg_job *job)
     if (!ok) seg_error(job, "out of memory checking the outputs");
     for (int i = 0; ok && i < n; i++) {
         if (first[i] < 0) continue;
+        char shown[SEG_PATH_MAX];
         seg_error(job, "%s and %s would both be written to %s (the same name): use {index} "
                   "in the pattern", job->streams[owner[first[i]]].input_shown,
-                  job->streams[owner[i]].input_shown, keys[i]);
+                  job->streams[owner[i]].input_shown, seg_shown(keys[i], shown, sizeof shown));
         ok = false;
     }
     for (int i = 0; keys && i < n; i++) free((char *)keys[i]);
@@ -238,6 +252,8 @@ int seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out
         pthread_cond_init(&s->gate_cv, NULL);
         s->realtime = realtime;
         s->retries = job->retries;
+        s->output_timeout_ms = job->output_timeout_ms;
+        s->output_options = job->output_options;
         s->alpha = job->alpha;
         s->null_output = job->null_output;
         s->codec = job->codec;
@@ -278,8 +294,9 @@ int seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out
     free(outs);
     if (!ok) return CLI_EXIT_FAIL;
     if (!check_cross_inputs(job, trace) || !check_shared(job)) return CLI_EXIT_FAIL;
-    /* A pattern may name a directory per stream: made once all is checked. */
-    for (int i = 0; i < n && !job->null_output; i++) {
+    /* A pattern may name a directory per stream: made once all is checked
+     * (a URL has none). */
+    for (int i = 0; i < n && !job->null_output && !pf_io_is_url(out_arg); i++) {
         char dir[SEG_PATH_MAX];
         snprintf(dir, sizeof dir, "%s", job->streams[i].output);
         char *slash = strrchr(dir, '/');

@@ -111,6 +111,12 @@ static pf_status source_fn(void *user, pf_stage_ctx *ctx, pf_item *out)
         out->t_source_ns = pf_time_ns();
     }
     if (job->kind == SEG_VIDEO) {
+        /* One of several streams whose output failed: it leaves the mux
+         * (nothing would be written), the others go on. */
+        if (atomic_load(&job->output_failed)) {
+            if (job->gate) gate_leave(job, 1);
+            return PF_EOF;
+        }
         /* A broken stream stops the run (one of several: leaves it); the
          * reader's message names the file. */
         pf_status st = read_trimmed(s, job, &out->frame);
@@ -279,24 +285,46 @@ typedef struct seg_sink {
     bool device;             /* -o null without masks on a GPU: a device stage */
     pf_video_writer *w, *mask_w;
     pf_frame gray;           /* the 8-bit mask, reused while the size stays */
+    bool write_error;        /* a write failed and was reported: close() says it again */
     int64_t masks;           /* masks written (video: the frame number) */
 } seg_sink;
 
-static void writer_close(seg_job *job, pf_video_writer **w)
+static void writer_close(seg_job *job, pf_video_writer **w, bool reported)
 {
     if (!*w) return;
     if (pf_video_writer_close(*w) != PF_OK) {
-        seg_error(job, "%s", pf_last_error());
+        if (!reported) seg_error(job, "%s", pf_last_error());
         atomic_store(&job->write_failed, 1);
     }
     pf_video_writer_destroy(w);
 }
 
+/* One of several streams: its output failed (a receiver gone, a full
+ * disk). Reported once; the stream's writers are dropped (nothing more is
+ * sent, no trailer waited for), its reader ends it, and the run goes on for
+ * the other streams and fails at the end (write_failed). A single stream's
+ * output error stops the run as before. */
+static pf_status stream_output_failed(seg_sink *s, pf_status st)
+{
+    seg_job *job = s->job;
+    if (!job->stage_suffix[0]) return st;
+    if (!atomic_exchange(&job->output_failed, 1)) {
+        /* The summary's "FAILED: ..." for this stream (read after the run). */
+        snprintf(job->stream_error, sizeof job->stream_error, "%s", pf_last_error());
+        seg_error(job, "stream %d (%s): output failed, the stream stops (the others go on): %s",
+                  job->stream_index, job->input_label, job->stream_error);
+        atomic_store(&job->write_failed, 1);
+    }
+    pf_video_writer_discard(&s->w);
+    pf_video_writer_discard(&s->mask_w);
+    return PF_OK;
+}
+
 static void sink_stop(void *user)
 {
     seg_sink *s = user;
-    writer_close(s->job, &s->w);
-    writer_close(s->job, &s->mask_w);
+    writer_close(s->job, &s->w, s->write_error);
+    writer_close(s->job, &s->mask_w, s->write_error);
 }
 
 static void sink_destroy(void *user)
@@ -344,6 +372,9 @@ static pf_status open_writer(seg_job *job, const char *path, const pf_frame *f, 
         memset(&wp.color, 0, sizeof wp.color);
         wp.color.range = PF_COLOR_RANGE_FULL;
     }
+    if (job->output_timeout_ms > 0)
+        wp.open_timeout_ms = wp.write_timeout_ms = job->output_timeout_ms;
+    wp.muxer_options = job->output_options;
     if (job->codec) wp.codec = job->codec;
     if (job->preset) wp.preset = job->preset;
     if (job->crf != -2) wp.crf = job->crf;
@@ -431,7 +462,9 @@ static pf_status sink_process(void *user, pf_stage_ctx *ctx, pf_item *items, int
     for (int i = 0; i < n && st == PF_OK; i++) {
         const pf_item *it = &items[i];
         int image = (int)(intptr_t)it->user;
-        if (job->null_output) {
+        if (atomic_load(&job->output_failed)) {
+            /* frames still in flight when the output failed: dropped */
+        } else if (job->null_output) {
             /* composited; nothing to write */
         } else if (job->kind == SEG_VIDEO) {
             if (!s->w) st = open_writer(job, job->output, &it->frame, job->alpha, &s->w);
@@ -444,8 +477,14 @@ static pf_status sink_process(void *user, pf_stage_ctx *ctx, pf_item *items, int
                 atomic_fetch_add(&job->images_failed, 1);
             }
         }
-        if (st == PF_OK && job->mask_out[0]) st = write_mask(s, it, image);
-        if (st == PF_OK) atomic_fetch_add(&job->frames_done, 1);
+        if (st == PF_OK && job->mask_out[0] && !atomic_load(&job->output_failed))
+            st = write_mask(s, it, image);
+        if (st != PF_OK && job->kind == SEG_VIDEO) {
+            s->write_error = true; /* the pipeline reports it */
+            st = stream_output_failed(s, st);
+        }
+        else if (st == PF_OK && !atomic_load(&job->output_failed))
+            atomic_fetch_add(&job->frames_done, 1);
     }
     for (int i = 0; i < n; i++) pf_item_unref(&items[i]);
     if (job->gate) gate_leave(job, n);
