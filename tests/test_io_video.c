@@ -643,6 +643,62 @@ static void test_ffmpeg_h264(void)
     pf_frame_unref(&ref);
 }
 
+/* '%' in a file name: "pct 100%.mp4" is one file written through a
+ * temporary and renamed (it once went straight to FFmpeg as if it were an
+ * image pattern, bypassing the temporary); "seq_%03d.png" is a pattern:
+ * FFmpeg's image2 writes one PNG per frame. */
+static void test_ffmpeg_percent_names(void)
+{
+    if (!pf_io_have_ffmpeg()) {
+        printf("  (skipped: built without FFmpeg)\n");
+        return;
+    }
+    char path[512];
+    tmp_path(path, sizeof path, "pct 100%.mp4");
+    pf_status st = encode_pattern(path, 5, NULL);
+    CHECK_OK(st);
+    pf_video_reader *r = open_reader(path, PF_PIXFMT_RGB24, NULL);
+    REQUIRE(r);
+    int n = 0;
+    pf_frame f = {0};
+    while (pf_video_reader_read(r, &f) == PF_OK) {
+        n++;
+        pf_frame_unref(&f);
+    }
+    pf_video_reader_destroy(&r);
+    CHECK_EQ_INT(n, 5);
+    /* Through a temporary: a discarded writer leaves no file at the name. */
+    char gone[512];
+    tmp_path(gone, sizeof gone, "gone 50%.mp4");
+    pf_video_writer_params wp = pf_video_writer_params_default();
+    wp.path = gone;
+    wp.width = 64;
+    wp.height = 48;
+    wp.input_format = PF_PIXFMT_RGB24;
+    pf_video_writer *w = NULL;
+    CHECK_OK(pf_video_writer_create(&wp, &w));
+    if (w) {
+        pf_frame g = {0};
+        CHECK_OK(pf_frame_alloc(&g, PF_PIXFMT_RGB24, 64, 48, NULL, NULL));
+        for (int t = 0; t < 3; t++) CHECK_OK(pf_video_writer_write(w, &g));
+        pf_frame_unref(&g);
+        pf_video_writer_discard(&w);
+    }
+    FILE *left = fopen(gone, "rb");
+    CHECK(left == NULL);
+    if (left) fclose(left);
+    /* The pattern: one PNG per frame, numbered from 1. */
+    char seq[512], first[512], last[512];
+    tmp_path(seq, sizeof seq, "seq_%03d.png");
+    tmp_path(first, sizeof first, "seq_001.png");
+    tmp_path(last, sizeof last, "seq_004.png");
+    CHECK_OK(encode_pattern(seq, 4, "png"));
+    FILE *a = fopen(first, "rb"), *b = fopen(last, "rb");
+    CHECK(a != NULL && b != NULL);
+    if (a) fclose(a);
+    if (b) fclose(b);
+}
+
 static void test_ffmpeg_alpha(void)
 {
     if (!pf_io_have_ffmpeg()) return;
@@ -779,6 +835,7 @@ int main(void)
     PF_RUN(test_raw);
     PF_RUN(test_writer_errors);
     PF_RUN(test_ffmpeg_h264);
+    PF_RUN(test_ffmpeg_percent_names);
     PF_RUN(test_ffmpeg_alpha);
     PF_RUN(test_ffmpeg_damaged);
     char cmd[300];

@@ -51,6 +51,24 @@ struct pf_video_writer {
     pf_status failed;
 };
 
+/* Whether path's file name holds a frame-number field as FFmpeg's image2
+ * muxer reads it: %d or %0Nd ("%%" is a literal '%'). */
+static bool frame_pattern(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    for (const char *c = slash ? slash + 1 : path; *c; c++) {
+        if (*c != '%') continue;
+        if (c[1] == '%') {
+            c++;
+            continue;
+        }
+        const char *d = c + 1;
+        while (*d >= '0' && *d <= '9') d++;
+        if (*d == 'd') return true;
+    }
+    return false;
+}
+
 pf_video_writer_params pf_video_writer_params_default(void)
 {
     pf_video_writer_params p;
@@ -203,8 +221,9 @@ pf_status pf_video_writer_create(const pf_video_writer_params *p, pf_video_write
     w->last_pts = -1;
     w->kind = pick_kind(p);
     pf_status st = w->name && w->path ? PF_OK : pf_set_error(PF_ERR_NOMEM, "out of host memory");
-    /* FFmpeg's image2 muxer writes one file per frame itself ('%' pattern). */
-    bool pattern = w->kind == DST_FFMPEG && strchr(p->path, '%');
+    /* FFmpeg's image2 muxer writes one file per frame itself ("img%03d.png");
+     * any other '%' ("clip 100%.mp4") is part of a plain file name. */
+    bool pattern = w->kind == DST_FFMPEG && frame_pattern(p->path);
     if (st == PF_OK && !pattern && !url) st = pf_output_open(p->path, 0, &w->out);
     if (st == PF_OK) {
         pf_video_writer_params fp = *p;
