@@ -692,7 +692,12 @@ static void test_ffmpeg_percent_names(void)
     tmp_path(seq, sizeof seq, "seq_%03d.png");
     tmp_path(first, sizeof first, "seq_001.png");
     tmp_path(last, sizeof last, "seq_004.png");
-    CHECK_OK(encode_pattern(seq, 4, "png"));
+    st = encode_pattern(seq, 4, "png");
+    if (st == PF_ERR_UNSUPPORTED) { /* a small FFmpeg (the GPU machine's) has no image2/png */
+        printf("  (pattern part skipped: %s)\n", pf_last_error());
+        return;
+    }
+    CHECK_OK(st);
     FILE *a = fopen(first, "rb"), *b = fopen(last, "rb");
     CHECK(a != NULL && b != NULL);
     if (a) fclose(a);
