@@ -5,12 +5,12 @@
  * properties of the output (view centre, 45° edges, yaw + 360, a lat/long
  * grid, cube seams), cube maps against single views, and every validation
  * with its message. */
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "core/cpu_features.h"
 #include "ops/reproject.h"
 #include "device/backend.h"
+#include "guard_page.h"
 #include "ops_test_util.h"
 #include "reproject_util.h"
 
@@ -116,34 +116,6 @@ static void test_simd_levels(void)
     }
     pf_cpu_simd_cap(-1);
     printf("  simd levels checked: none .. %s\n", pf_cpu_simd_name(top));
-}
-
-/* A host frame whose last byte is the last before an inaccessible page
- * (rows packed, no padding): a SIMD kernel reading past the image faults.
- * *map / *map_len: the mapping to munmap after the frame is released. */
-static pf_status guarded_frame(pf_frame *f, pf_pixfmt fmt, int w, int h, void **map,
-                               size_t *map_len)
-{
-    const size_t bpp = fmt == PF_PIXFMT_RGBA ? 4 : (fmt == PF_PIXFMT_GRAY8 ? 1 : 3);
-    const size_t size = bpp * (size_t)w * (size_t)h;
-    const size_t pg = (size_t)sysconf(_SC_PAGESIZE), body = (size + pg - 1) / pg * pg;
-    uint8_t *m = mmap(NULL, body + pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) return PF_ERR_NOMEM;
-    if (mprotect(m + body, pg, PROT_NONE) != 0) {
-        munmap(m, body + pg);
-        return PF_ERR_NOMEM;
-    }
-    *map = m;
-    *map_len = body + pg;
-    uint8_t *data = m + body - size;
-    for (size_t i = 0; i < size; i++) data[i] = (uint8_t)(pf_test_rand() >> 7);
-    pf_buffer *b = NULL;
-    pf_status st = pf_buffer_wrap(data, size, PF_MEM_HOST, NULL, NULL, NULL, &b);
-    if (st != PF_OK) return st;
-    size_t strides[PF_FRAME_MAX_PLANES] = {bpp * (size_t)w, 0, 0};
-    st = pf_frame_wrap(f, fmt, w, h, b, 0, strides);
-    pf_buffer_unref(&b);
-    return st;
 }
 
 /* The row kernel never reads past a source that ends at a page boundary:
