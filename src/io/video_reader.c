@@ -851,6 +851,33 @@ static void live_timestamps(pf_video_reader *r, pf_frame *f)
  * while it waits to reconnect. */
 #define RETRY_SLICE_NS 100000000LL
 
+/* The back-off of reopen() and first_open() before an attempt: waits until
+ * retry_at_ns (under nonblocking_retry, PF_AGAIN while it is not due), then
+ * counts the attempt and doubles the next delay. PF_EOF: attempts spent. */
+static pf_status next_attempt(pf_video_reader *r)
+{
+    if (r->p.retries >= 0 && r->attempts >= r->p.retries) return PF_EOF;
+    int64_t wait = r->retry_at_ns - pf_time_ns();
+    if (wait > 0 && r->p.nonblocking_retry) {
+        sleep_ns(wait < RETRY_SLICE_NS ? wait : RETRY_SLICE_NS);
+        if (pf_time_ns() < r->retry_at_ns) return PF_AGAIN;
+    } else if (wait > 0) {
+        sleep_ns(wait);
+    }
+    r->attempts++;
+    r->delay_ms = r->delay_ms * 2 > r->p.retry_max_delay_ms ? r->p.retry_max_delay_ms
+                                                            : r->delay_ms * 2;
+    return PF_OK;
+}
+
+/* A failed attempt (r->why says why): counted, said, the next scheduled. */
+static void attempt_failed(pf_video_reader *r, const char *what)
+{
+    r->stats.reconnect_failures++;
+    PF_LOGW("%s (%s attempt %d)", r->why, what, r->attempts);
+    r->retry_at_ns = pf_time_ns() + r->delay_ms * 1000000;
+}
+
 /* A live input that could not be opened at create (pending_open): opens
  * it with back-off until it opens (PF_OK: the info, decoder and pool are
  * there now) or the attempts run out (an error). It decodes on the CPU
@@ -860,19 +887,11 @@ static void live_timestamps(pf_video_reader *r, pf_frame *f)
 static pf_status first_open(pf_video_reader *r)
 {
     for (;;) {
-        if (r->p.retries >= 0 && r->attempts >= r->p.retries)
+        pf_status wst = next_attempt(r);
+        if (wst == PF_EOF)
             return pf_set_error(PF_ERR_IO, "%s; %d attempts to open it failed", r->why,
                                 r->attempts);
-        int64_t wait = r->retry_at_ns - pf_time_ns();
-        if (wait > 0 && r->p.nonblocking_retry) {
-            sleep_ns(wait < RETRY_SLICE_NS ? wait : RETRY_SLICE_NS);
-            if (pf_time_ns() < r->retry_at_ns) return PF_AGAIN;
-        } else if (wait > 0) {
-            sleep_ns(wait);
-        }
-        r->attempts++;
-        r->delay_ms = r->delay_ms * 2 > r->p.retry_max_delay_ms ? r->p.retry_max_delay_ms
-                                                                : r->delay_ms * 2;
+        if (wst != PF_OK) return wst;
         pf_video_reader_params q = r->p;
         q.device = r->device;
         q.prefer_device = false;
@@ -888,9 +907,7 @@ static pf_status first_open(pf_video_reader *r)
         snprintf(r->why, sizeof r->why, "%s", pf_last_error());
         pf_ffdec_close(&r->ff);
         r->info = keep;
-        r->stats.reconnect_failures++;
-        PF_LOGW("%s (open attempt %d)", r->why, r->attempts);
-        r->retry_at_ns = pf_time_ns() + r->delay_ms * 1000000;
+        attempt_failed(r, "open");
         if (r->p.nonblocking_retry) return PF_AGAIN;
     }
 }
@@ -951,23 +968,15 @@ static pf_status reopen(pf_video_reader *r, pf_status st, pf_frame *f)
         r->retry_at_ns = pf_time_ns() + r->delay_ms * 1000000;
     }
     for (;;) {
-        if (r->p.retries >= 0 && r->attempts >= r->p.retries) {
+        pf_status wst = next_attempt(r);
+        if (wst == PF_EOF) {
             r->reconnecting = false;
             PF_LOGW("%s: giving up after %d reconnect attempts", r->name, r->attempts);
             if (r->stats.frames > 0) return PF_EOF;
             return pf_set_error(r->break_status == PF_EOF ? PF_ERR_IO : r->break_status,
                                 "%s; %d reconnect attempts failed", r->why, r->attempts);
         }
-        int64_t wait = r->retry_at_ns - pf_time_ns();
-        if (wait > 0 && r->p.nonblocking_retry) {
-            sleep_ns(wait < RETRY_SLICE_NS ? wait : RETRY_SLICE_NS);
-            if (pf_time_ns() < r->retry_at_ns) return PF_AGAIN;
-        } else if (wait > 0) {
-            sleep_ns(wait);
-        }
-        r->attempts++;
-        r->delay_ms = r->delay_ms * 2 > r->p.retry_max_delay_ms ? r->p.retry_max_delay_ms
-                                                                : r->delay_ms * 2;
+        if (wst != PF_OK) return wst;
         int w = 0, h = 0;
         st = reconnect(r, &w, &h);
         if (st == PF_OK && (w != r->info.width || h != r->info.height)) {
@@ -988,9 +997,7 @@ static pf_status reopen(pf_video_reader *r, pf_status st, pf_frame *f)
         }
         if (st == PF_EOF) snprintf(r->why, sizeof r->why, "%s: no frames", r->name);
         else snprintf(r->why, sizeof r->why, "%s", pf_last_error());
-        r->stats.reconnect_failures++;
-        PF_LOGW("%s (reconnect attempt %d)", r->why, r->attempts);
-        r->retry_at_ns = pf_time_ns() + r->delay_ms * 1000000;
+        attempt_failed(r, "reconnect");
         if (r->p.nonblocking_retry) return PF_AGAIN;
     }
 }

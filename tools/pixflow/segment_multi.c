@@ -114,18 +114,7 @@ static bool check_cross_inputs(seg_job *job, const char *trace)
     return true;
 }
 
-/* Opens one stream's input. A live input that is down (a camera or a
- * sender starting with the run) does not hold the run: its reader is made
- * with open_later and opens it in the background with the reconnect
- * back-off (--retries), while the other streams run. */
-static bool open_stream(const seg_job *job, seg_job *s, const char *path, atomic_bool *stop)
-{
-    (void)job;
-    return !atomic_load(stop) && seg_open_video(s, path);
-}
-
 typedef struct open_task {
-    const seg_job *job;
     seg_job *s;
     const char *path;
     atomic_bool *stop;        /* set by the first stream that fails */
@@ -135,7 +124,9 @@ typedef struct open_task {
 static void *open_thread(void *arg)
 {
     open_task *t = arg;
-    t->ok = open_stream(t->job, t->s, t->path, t->stop);
+    /* A live input that is down does not hold the run: its reader opens
+     * it in the background (open_later, --retries). */
+    t->ok = !atomic_load(t->stop) && seg_open_video(t->s, t->path);
     if (!t->ok) atomic_store(t->stop, true);
     return NULL;
 }
@@ -159,7 +150,7 @@ static bool open_all(seg_job *job, const char *const *args, int n)
         return false;
     }
     for (int i = 0; i < n; i++)
-        t[i] = (open_task){.job = job, .s = &job->streams[i], .path = args[i], .stop = &stop};
+        t[i] = (open_task){.s = &job->streams[i], .path = args[i], .stop = &stop};
     open_thread(&t[0]);
     for (int i = 1; i < n && t[0].ok; i++)
         started[i] = pthread_create(&th[i], NULL, open_thread, &t[i]) == 0;
