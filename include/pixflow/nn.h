@@ -160,6 +160,10 @@ typedef struct pf_nn_exec_params {
     size_t memory_cap;          /* 0 = no cap. CUDA: device bytes for weights + arenas;
                                    CPU: host bytes of one plan's arena + scratch + I/O
                                    staging (over it: PF_ERR_NOMEM naming the sizes) */
+    bool plan_cache;            /* CUDA: read and write plan-time tuning choices in the
+                                   on-disk plan cache (default on; $PIXFLOW_CACHE_DIR,
+                                   else $XDG_CACHE_HOME/pixflow or ~/.cache/pixflow;
+                                   PIXFLOW_CACHE_DIR=off disables it everywhere) */
 } pf_nn_exec_params;
 
 PF_API pf_nn_exec_params pf_nn_exec_params_default(void);
@@ -185,6 +189,8 @@ typedef struct pf_nn_exec_stats {
     size_t arena_bytes;         /* largest arena */
     double last_run_ms;         /* CPU: wall time; CUDA: events around the last run
                                  * (read after the stream has passed it) */
+    int convs_tuned;            /* CUDA: conv choices timed at plan time */
+    int convs_cached;           /* CUDA: conv choices read from the plan cache */
 } pf_nn_exec_stats;
 PF_API pf_status pf_nn_exec_get_stats(pf_nn_exec *x, pf_nn_exec_stats *out);
 

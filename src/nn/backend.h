@@ -23,6 +23,10 @@ typedef struct pf_nn_backend {
     const char *name; /* "cpu", "cuda" */
     pf_status (*ctx_create)(const pf_nn_exec_params *p, void **ctx);
     void (*ctx_destroy)(void *ctx);
+    /* Tells the ctx which model it plans (its content hash and name), so it
+     * can use the on-disk plan cache. Optional (NULL); called once after
+     * ctx_create, only when the cache is wanted. */
+    void (*ctx_bind_model)(void *ctx, uint64_t model_hash, const char *model_name);
     pf_status (*plan_create)(void *ctx, const pf_ir_graph *g, int64_t batch, void **plan);
     void (*plan_destroy)(void *ctx, void *plan);
     /* Tensors in graph input/output order, already validated. stream NULL =

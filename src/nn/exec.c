@@ -56,6 +56,7 @@ pf_nn_exec_params pf_nn_exec_params_default(void)
     p.cuda_graphs = true;
     p.allow_tf32 = false;
     p.memory_cap = 0;
+    p.plan_cache = true;
     return p;
 }
 
@@ -109,6 +110,8 @@ pf_status pf_nn_exec_create(pf_model *m, const pf_nn_exec_params *p, pf_nn_exec 
         return st;
     }
     x->model = pf_model_ref(m);
+    uint64_t hash = pf_model_content_hash(m);
+    if (prm.plan_cache && be->ctx_bind_model && hash) be->ctx_bind_model(x->ctx, hash, mname);
     *out = x;
     return PF_OK;
 }

@@ -24,12 +24,17 @@
  *   output equal to the batch, so a model whose dim 0 is not a batch (or
  *   that reshapes it away) stays fixed at 1.
  */
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../core/error.h"
+#include "../core/hash.h"
 #include "../core/sys.h"
 #include "import.h"
 #include "model.h"
@@ -56,6 +61,7 @@ struct pf_model {
     int n_inputs, n_outputs;
     bool symbolic;
     int64_t fixed_batch;
+    uint64_t content_hash;         /* of the loaded bytes; 0 = built from a graph */
 
     pf_mutex lock;                 /* guards the lazily computed summary */
     bool have_summary;
@@ -278,6 +284,28 @@ static bool is_tflite(const unsigned char *head, size_t n)
     return n >= 8 && !memcmp(head + 4, "TFL3", 4);
 }
 
+/* pf_hash64 of a file's bytes (mapped, not copied); 0 when it cannot be
+ * read (the plan cache is then not used for the model). */
+static uint64_t hash_file(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct stat sb;
+    uint64_t h = 0;
+    if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
+        void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) {
+            h = pf_hash64(p, (size_t)sb.st_size, 0);
+            if (!h) h = 1; /* 0 means "no hash" */
+            munmap(p, (size_t)sb.st_size);
+        }
+    }
+    close(fd);
+    return h;
+}
+
+uint64_t pf_model_content_hash(const pf_model *m) { return m ? m->content_hash : 0; }
+
 static pf_status load_common(const char *path, const void *data, size_t size, const char *name,
                              pf_model **out)
 {
@@ -318,6 +346,7 @@ static pf_status load_common(const char *path, const void *data, size_t size, co
         st = pf_set_error(PF_ERR_INTERNAL, "%s: the importer returned no graph", name);
     if (st == PF_OK) st = optimised ? build_io(m) : model_finish(m);
     if (st) goto fail;
+    m->content_hash = path ? hash_file(path) : pf_hash64(data, size, 0) | 1;
     *out = m;
     return PF_OK;
 fail:

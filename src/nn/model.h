@@ -34,6 +34,9 @@ const pf_ir_graph *pf_model_graph(const pf_model *m);
 const char *pf_model_name(const pf_model *m);
 /* True when some graph input has the symbolic batch dimension. */
 bool pf_model_has_symbolic_batch(const pf_model *m);
+/* pf_hash64 of the bytes the model was loaded from (file or memory), or 0
+ * for a model built from a graph: the plan cache's model id. */
+uint64_t pf_model_content_hash(const pf_model *m);
 /* The batch of a fixed-batch model: dim 0 of the first input of rank >= 1
  * (1 when there is none). Meaningless for symbolic models. */
 int64_t pf_model_fixed_batch(const pf_model *m);

@@ -10,7 +10,8 @@
  * [{name, dtype, shape (-1 = batch), layout}], nodes_source, nodes, params,
  * flops, arena_bytes, naive_bytes, passes {folded, bn_folded, act_fused,
  * removed}, ops [{op, count}]. Of `run --json`: file, device, precision,
- * batch, run_ms, outputs [{name, file, dtype, shape, min, max, mean}].
+ * batch, run_ms (the first run: plans it), convs_tuned, convs_cached, outputs [{name,
+ * file, dtype, shape, min, max, mean}].
  */
 /* fork, pipe, strdup, strsignal, mkdir */
 #define _POSIX_C_SOURCE 200809L
@@ -256,6 +257,8 @@ static const cli_option run_options[] = {
     {"output-dir", "DIR", "where to write <escaped output name>.npy (created if missing)"},
     {"device", "SPEC", "cpu or cuda:N (default: $PIXFLOW_DEVICE, else cpu)"},
     {"precision", "P", "fp32 (default) or fp16 (CUDA only)"},
+    {"no-cache", NULL, "CUDA: time every conv choice again instead of reading (and writing) "
+                       "the plan cache ($PIXFLOW_CACHE_DIR, else ~/.cache/pixflow)"},
     {"json", NULL, "print one JSON object (keys listed in cmd_model.c)"},
     CLI_OVERWRITE_OPTIONS,
     {"help", NULL, "show this help"},
@@ -571,6 +574,7 @@ static int cmd_run_model(int argc, char **argv)
     p.device = r.dev.dev;
     p.precision = prec;
     p.max_batch = batch > INT32_MAX ? INT32_MAX : (int)batch;
+    p.plan_cache = !cli_flag(run_options, &a, "no-cache");
     if (pf_nn_exec_create(r.m, &p, &r.x) != PF_OK) return run_fail(&r, NULL);
     for (int i = 0; i < r.nin; i++)
         if (model_dev_upload(&r.dev, &r.host_in[i], &r.in[i]) != PF_OK)
@@ -587,6 +591,8 @@ static int cmd_run_model(int argc, char **argv)
         return run_fail(&r, NULL);
     if (r.dev.stream && pf_stream_synchronize(r.dev.stream) != PF_OK) return run_fail(&r, NULL);
     double ms = (double)(pf_time_ns() - t0) / 1e6;
+    pf_nn_exec_stats xs;
+    if (pf_nn_exec_get_stats(r.x, &xs) != PF_OK) memset(&xs, 0, sizeof xs);
     for (int i = 0; i < r.nout; i++)
         if (model_dev_download(&r.dev, &r.out[i], &r.host_out[i]) != PF_OK)
             return run_fail(&r, "download");
@@ -605,10 +611,15 @@ static int cmd_run_model(int argc, char **argv)
         cli_json_string(&j, "precision", prec == PF_NN_FP16 ? "fp16" : "fp32");
         cli_json_int(&j, "batch", (long long)batch);
         cli_json_double(&j, "run_ms", ms);
+        cli_json_int(&j, "convs_tuned", xs.convs_tuned);
+        cli_json_int(&j, "convs_cached", xs.convs_cached);
         cli_json_array_begin(&j, "outputs");
     } else {
         printf("%s: ran on %s (%s, batch %lld) in %.3f ms\n", path, pf_device_spec(r.dev.dev),
                prec == PF_NN_FP16 ? "fp16" : "fp32", (long long)batch, ms);
+        if (xs.convs_tuned + xs.convs_cached > 0)
+            printf("  plan: %d conv choices timed, %d from the plan cache\n", xs.convs_tuned,
+                   xs.convs_cached);
     }
     int rc = CLI_EXIT_OK;
     for (int i = 0; i < r.nout; i++) {

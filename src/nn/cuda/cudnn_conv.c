@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "../../core/error.h"
+#include "../plan_cache.h"
 #include "exec_cuda.h"
 
 #define WS_LIMIT ((size_t)256 << 20)
@@ -147,6 +148,62 @@ static float time_legacy(pf_cux_ctx *c, pf_cux_conv *cv, const void *x, void *y,
     return ms;
 }
 
+/* Whether the FP16 paths (implicit GEMM, graph API) may run this conv;
+ * fills cv->igp's geometry (the epilogue's too) and *ig_ok (the implicit
+ * GEMM itself can run it). */
+static bool fp16_paths_apply(const pf_cux_ctx *c, const pf_ir_node *n, pf_cux_conv *cv,
+                             int choice, const int64_t xd[4], const int64_t xs[4],
+                             const int64_t yd[4], const int64_t ys[4], const int64_t k[2],
+                             const int64_t st[2], const int64_t dil[2], const int64_t pb[2],
+                             bool *ig_ok)
+{
+    const int64_t group = n->attr.conv.group ? n->attr.conv.group : 1;
+    *ig_ok = false;
+    if (!c->fp16 || cv->transpose || !cv->nhwc || group != 1 || choice == PATH_LEGACY)
+        return false;
+    pf_cu_ig *q = &cv->igp;
+    memset(q, 0, sizeof *q);
+    q->n = (int)xd[0], q->c = (int)xd[1], q->h = (int)xd[2], q->w = (int)xd[3];
+    q->k = (int)yd[1], q->oh = (int)yd[2], q->ow = (int)yd[3];
+    q->kh = (int)k[0], q->kw = (int)k[1], q->sh = (int)st[0], q->sw = (int)st[1];
+    q->dh = (int)dil[0], q->dw = (int)dil[1], q->ph = (int)pb[0], q->pw = (int)pb[1];
+    for (int i = 0; i < 4; i++) q->in_st[i] = xs[i], q->out_st[i] = q->z_st[i] = ys[i];
+    q->act = n->act, q->act_a = n->act_a, q->act_b = n->act_b;
+    if (xd[1] > INT32_MAX || yd[1] > INT32_MAX) return false;
+    /* The implicit GEMM needs C % 8 == 0 (16-byte loads); the graph path
+     * only an output its epilogue kernel can address (e.g. a first conv
+     * on 3 channels). */
+    *ig_ok = pf_cu_ig_ok(q) != 0;
+    if (!*ig_ok && (choice == PATH_IGEMM || !pf_cu_ig_epi_ok(q))) return false;
+    pf_cu_ig_set(q, 0, 1);
+    return true;
+}
+
+/* The conv in cuDNN graph-API terms ([N, C, H, W] with strides; KRSC filter). */
+static void gshape_of(pf_cux_gshape *sh, const int64_t xd[4], const int64_t xs[4],
+                      const int64_t yd[4], const int64_t ys[4], const int64_t k[2],
+                      const int64_t st[2], const int64_t dil[2], const int64_t pb[2],
+                      const int64_t pe[2])
+{
+    memset(sh, 0, sizeof *sh);
+    for (int i = 0; i < 4; i++) {
+        sh->xd[i] = xd[i], sh->xs[i] = xs[i], sh->yd[i] = yd[i], sh->ys[i] = ys[i];
+    }
+    sh->wd[0] = yd[1], sh->wd[1] = xd[1], sh->wd[2] = k[0], sh->wd[3] = k[1];
+    sh->ws[0] = xd[1] * k[0] * k[1], sh->ws[1] = 1, sh->ws[2] = k[1] * xd[1], sh->ws[3] = xd[1];
+    for (int i = 0; i < 2; i++) {
+        sh->pre[i] = pb[i], sh->post[i] = pe[i], sh->stride[i] = st[i], sh->dil[i] = dil[i];
+    }
+}
+
+/* The scratch workspace the FP16 paths are timed (and so chosen) with. */
+static size_t fp16_ws_cap(const pf_cux_conv *cv)
+{
+    size_t ws_cap = (size_t)64 << 20;
+    if (cv->algo >= 0 && cv->ws_bytes > ws_cap) ws_cap = cv->ws_bytes;
+    return ws_cap;
+}
+
 /* FP16 group-1 convs on channels-last views: times
  * pixflow's implicit GEMM (igemm.cu), cuDNN's graph-API engines (plus
  * pixflow's epilogue pass they need) and cuDNN's legacy pick (cv->algo, -1
@@ -163,28 +220,12 @@ static pf_status tune_fp16(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux
     const pf_ir_node *n = &g->nodes[node];
     *path = PATH_LEGACY;
     const int choice = conv_choice();
-    const int64_t group = n->attr.conv.group ? n->attr.conv.group : 1;
-    if (!c->fp16 || cv->transpose || !cv->nhwc || group != 1 || choice == PATH_LEGACY)
-        return PF_OK;
+    bool ig_ok = false;
+    if (!fp16_paths_apply(c, n, cv, choice, xd, xs, yd, ys, k, st, dil, pb, &ig_ok)) return PF_OK;
     pf_cu_ig *q = &cv->igp;
-    memset(q, 0, sizeof *q);
-    q->n = (int)xd[0], q->c = (int)xd[1], q->h = (int)xd[2], q->w = (int)xd[3];
-    q->k = (int)yd[1], q->oh = (int)yd[2], q->ow = (int)yd[3];
-    q->kh = (int)k[0], q->kw = (int)k[1], q->sh = (int)st[0], q->sw = (int)st[1];
-    q->dh = (int)dil[0], q->dw = (int)dil[1], q->ph = (int)pb[0], q->pw = (int)pb[1];
-    for (int i = 0; i < 4; i++) q->in_st[i] = xs[i], q->out_st[i] = q->z_st[i] = ys[i];
-    q->act = n->act, q->act_a = n->act_a, q->act_b = n->act_b;
-    if (xd[1] > INT32_MAX || yd[1] > INT32_MAX) return PF_OK;
-    /* The implicit GEMM needs C % 8 == 0 (16-byte loads); the graph path
-     * only an output its epilogue kernel can address (e.g. a first conv
-     * on 3 channels). */
-    const bool ig_ok = pf_cu_ig_ok(q);
-    if (!ig_ok && (choice == PATH_IGEMM || !pf_cu_ig_epi_ok(q))) return PF_OK;
-    pf_cu_ig_set(q, 0, 1);
+    size_t ws_cap = fp16_ws_cap(cv);
     int64_t xe = span4(xd, xs), ye = span4(yd, ys);
     if (cv->use_tmp && (int64_t)(cv->tmp_bytes / 2) > xe) xe = (int64_t)(cv->tmp_bytes / 2);
-    size_t ws_cap = (size_t)64 << 20;
-    if (cv->algo >= 0 && cv->ws_bytes > ws_cap) ws_cap = cv->ws_bytes;
     void *bx = NULL, *by = NULL, *bws = NULL;
     cudaStream_t s = NULL;
     cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
@@ -212,15 +253,7 @@ static pf_status tune_fp16(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux
     }
     if (e == cudaSuccess && choice != PATH_IGEMM) {
         pf_cux_gshape sh;
-        memset(&sh, 0, sizeof sh);
-        for (int i = 0; i < 4; i++) {
-            sh.xd[i] = xd[i], sh.xs[i] = xs[i], sh.yd[i] = yd[i], sh.ys[i] = ys[i];
-        }
-        sh.wd[0] = yd[1], sh.wd[1] = xd[1], sh.wd[2] = k[0], sh.wd[3] = k[1];
-        sh.ws[0] = xd[1] * k[0] * k[1], sh.ws[1] = 1, sh.ws[2] = k[1] * xd[1], sh.ws[3] = xd[1];
-        for (int i = 0; i < 2; i++) {
-            sh.pre[i] = pb[i], sh.post[i] = pe[i], sh.stride[i] = st[i], sh.dil[i] = dil[i];
-        }
+        gshape_of(&sh, xd, xs, yd, ys, k, st, dil, pb, pe);
         ge = pf_cux_gconv_tune(c->cudnn, &sh, bx, cv->w, by, bws, ws_cap, s, &cv->grp, &gr_ms,
                                verbose ? d : NULL);
         if (!ge && (cv->b || n->act != PF_IR_ACT_NONE)) {
@@ -274,6 +307,163 @@ static pf_status tune_fp16(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux
                 d, q->m, q->k, q->kk, legacy_ms, gr_ms, epi_ms,
                 (long long)(*path == PATH_GRAPH ? cv->grp.engine : -1), q->cfg, q->splits, ig_ms,
                 *path == PATH_IGEMM ? "igemm" : *path == PATH_GRAPH ? "cuDNN graph" : "cuDNN");
+    return PF_OK;
+}
+
+/* The plan cache's record of a Conv's tuned choice (plan_cache.h): the
+ * legacy algorithm and math type cudnnFind picked, the path that won the
+ * FP16 timing, the implicit GEMM's launch config and the graph engine. */
+typedef struct conv_rec {
+    int32_t algo, math, path, ig_cfg, ig_splits, pad;
+    int64_t gr_rank, gr_engine;
+} conv_rec;
+
+/* The entry key: everything the timing depended on (shapes and strides,
+ * which include the batch; kernel, stride, dilation, pads, group, the
+ * activation and bias the epilogue runs, precision, TF32, a forced path). */
+static void conv_key(const pf_cux_ctx *c, const pf_ir_node *n, const pf_cux_conv *cv,
+                     const int64_t xd[4], const int64_t xs[4], const int64_t yd[4],
+                     const int64_t ys[4], const int64_t k[2], const int64_t st[2],
+                     const int64_t dil[2], const int64_t pb[2], const int64_t pe[2],
+                     int64_t group, char *buf, size_t size)
+{
+    snprintf(buf, size,
+             "conv %s tf32 %d path %d x %lld,%lld,%lld,%lld/%lld,%lld,%lld,%lld "
+             "y %lld,%lld,%lld,%lld/%lld,%lld,%lld,%lld k %lld,%lld s %lld,%lld d %lld,%lld "
+             "p %lld,%lld,%lld,%lld g %lld act %d bias %d",
+             c->fp16 ? "fp16" : "fp32", c->p.allow_tf32 ? 1 : 0, conv_choice(),
+             (long long)xd[0], (long long)xd[1], (long long)xd[2], (long long)xd[3],
+             (long long)xs[0], (long long)xs[1], (long long)xs[2], (long long)xs[3],
+             (long long)yd[0], (long long)yd[1], (long long)yd[2], (long long)yd[3],
+             (long long)ys[0], (long long)ys[1], (long long)ys[2], (long long)ys[3],
+             (long long)k[0], (long long)k[1], (long long)st[0], (long long)st[1],
+             (long long)dil[0], (long long)dil[1], (long long)pb[0], (long long)pb[1],
+             (long long)pe[0], (long long)pe[1], (long long)group, (int)n->act, cv->b ? 1 : 0);
+}
+
+/* Applies a cached choice, checking that it still fits (the algorithm's
+ * workspace within the limit, the launch config valid for this geometry,
+ * the graph engine still offered by cuDNN's heuristics at the same rank).
+ * False when it does not: the conv is tuned as if nothing were cached. */
+static bool apply_rec(pf_cux_ctx *c, const pf_ir_node *n, pf_cux_conv *cv, const conv_rec *r,
+                      const int64_t xd[4], const int64_t xs[4], const int64_t yd[4],
+                      const int64_t ys[4], const int64_t k[2], const int64_t st[2],
+                      const int64_t dil[2], const int64_t pb[2], const int64_t pe[2], int *path)
+{
+    if (r->algo < -1 || r->algo >= CUDNN_CONVOLUTION_FWD_ALGO_COUNT) return false;
+    if (r->path == PATH_LEGACY && r->algo < 0) return false;
+    cv->algo = r->algo;
+    cv->ws_bytes = 0;
+    if (r->algo >= 0) {
+        if (c->fp16 && r->math >= 0 &&
+            cudnnSetConvolutionMathType(cv->cd, (cudnnMathType_t)r->math) != CUDNN_STATUS_SUCCESS)
+            return false;
+        if (cudnnGetConvolutionForwardWorkspaceSize(c->cudnn, cv->xd, cv->wd, cv->cd, cv->yd,
+                                                    (cudnnConvolutionFwdAlgo_t)r->algo,
+                                                    &cv->ws_bytes) != CUDNN_STATUS_SUCCESS ||
+            cv->ws_bytes > WS_LIMIT)
+            return false;
+    }
+    *path = PATH_LEGACY;
+    if (r->path == PATH_LEGACY) return true;
+    const int choice = conv_choice();
+    bool ig_ok = false;
+    if (!fp16_paths_apply(c, n, cv, choice, xd, xs, yd, ys, k, st, dil, pb, &ig_ok)) return false;
+    if (r->path == PATH_IGEMM) {
+        if (!ig_ok || choice == PATH_GRAPH || r->ig_cfg < 0 || r->ig_cfg >= PF_CU_IG_CONFIGS ||
+            r->ig_splits < 1)
+            return false;
+        pf_cu_ig t = cv->igp;
+        pf_cu_ig_set(&t, r->ig_cfg, r->ig_splits);
+        if (t.cfg != r->ig_cfg || t.splits != r->ig_splits || pf_cu_ig_ws(&t) > fp16_ws_cap(cv))
+            return false;
+        cv->igp = t;
+        *path = PATH_IGEMM;
+        return true;
+    }
+    if (r->path != PATH_GRAPH || choice == PATH_IGEMM || r->gr_rank < 0) return false;
+    pf_cux_gshape sh;
+    gshape_of(&sh, xd, xs, yd, ys, k, st, dil, pb, pe);
+    float ms = -1.0f;
+    if (pf_cux_gconv_build(c->cudnn, &sh, NULL, NULL, NULL, NULL, fp16_ws_cap(cv), NULL,
+                           r->gr_rank, r->gr_engine, &cv->grp, &ms, NULL) != 0) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    *path = PATH_GRAPH;
+    return true;
+}
+
+/* The timed choice of a forward Conv's algorithm and path (nothing
+ * cached): cv->algo, its workspace and math type, *path, and the record
+ * for the plan cache. */
+static pf_status tune_conv(pf_cux_ctx *c, const pf_ir_graph *g, int node, pf_cux_conv *cv,
+                           const int64_t xd[4], const int64_t xs[4], const int64_t yd[4],
+                           const int64_t ys[4], const int64_t k[2], const int64_t st[2],
+                           const int64_t dil[2], const int64_t pb[2], const int64_t pe[2],
+                           int *path, conv_rec *rec)
+{
+    const pf_ir_node *n = &g->nodes[node];
+    char desc[160];
+    *path = PATH_LEGACY;
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int got = 0;
+    /* Timed choice: cuDNN runs every algorithm on buffers it allocates
+     * itself (plan time, outside any capture) and sorts by time.
+     * Heuristics remain the fallback when timing fails (e.g. no memory
+     * for its buffers). A conv with a bias and no activation or ReLU
+     * prefers IMPLICIT_PRECOMP_GEMM when it is nearly as fast: that
+     * algorithm runs bias + act in its epilogue (identity activation is
+     * allowed with it only), where others need extra passes over the
+     * output; those passes cost more than the timing difference (at
+     * batch 1 the timed-best algorithms made LRASPP 1.5x slower). */
+    const bool fusable = cv->b && (n->act == PF_IR_ACT_RELU || n->act == PF_IR_ACT_NONE);
+    int pick = -1;
+    if (cudnnFindConvolutionForwardAlgorithm(c->cudnn, cv->xd, cv->wd, cv->cd, cv->yd,
+                                             CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got,
+                                             perf) == CUDNN_STATUS_SUCCESS) {
+        for (int i = 0; i < got; i++) {
+            if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > WS_LIMIT) continue;
+            /* FP32 without TF32 must not take a tensor-op (TF32) result. */
+            if (!c->fp16 && !c->p.allow_tf32 && perf[i].mathType == CUDNN_TENSOR_OP_MATH)
+                continue;
+            if (pick < 0) pick = i;
+            if (fusable && perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM &&
+                perf[i].time <= perf[pick].time * 1.3f + 0.005f) {
+                pick = i;
+                break;
+            }
+        }
+    }
+    (void)cudaGetLastError();
+    if (pick < 0) {
+        got = 0;
+        DNN(cudnnGetConvolutionForwardAlgorithm_v7(c->cudnn, cv->xd, cv->wd, cv->cd, cv->yd,
+                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got,
+                                                   perf));
+        for (int i = 0; i < got && pick < 0; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= WS_LIMIT) pick = i;
+    } else if (c->fp16) {
+        DNN(cudnnSetConvolutionMathType(cv->cd, perf[pick].mathType));
+    }
+    cv->algo = pick >= 0 ? (int)perf[pick].algo : -1;
+    if (pick >= 0)
+        DNN(cudnnGetConvolutionForwardWorkspaceSize(c->cudnn, cv->xd, cv->wd, cv->cd, cv->yd,
+                                                    perf[pick].algo, &cv->ws_bytes));
+    /* pixflow's implicit GEMM or cuDNN's graph API where faster, all
+     * timed alike. */
+    pf_status ps = tune_fp16(c, g, node, cv, xd, xs, yd, ys, k, st, dil, pb, pe, path);
+    if (ps != PF_OK) return ps;
+    if (pick < 0 && *path == PATH_LEGACY)
+        return pf_set_error(PF_ERR_UNSUPPORTED, "%s: cuDNN has no forward algorithm for it",
+                            pf_cux_desc(g, node, desc, sizeof desc));
+    *rec = (conv_rec){.algo = cv->algo,
+                      .math = pick >= 0 && c->fp16 ? (int32_t)perf[pick].mathType : -1,
+                      .path = *path,
+                      .ig_cfg = cv->igp.cfg,
+                      .ig_splits = cv->igp.splits,
+                      .gr_rank = *path == PATH_GRAPH ? cv->grp.rank : -1,
+                      .gr_engine = *path == PATH_GRAPH ? cv->grp.engine : -1};
     return PF_OK;
 }
 
@@ -414,55 +604,22 @@ pf_status pf_cux_conv_prepare(pf_cux_ctx *c, const pf_ir_graph *g, int node,
             DNN(set_tensor(cv->xd, dt, xd, xs));
         }
         DNN(set_tensor(cv->yd, dt, yd, ys));
-        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        int got = 0;
-        /* Timed choice: cuDNN runs every algorithm on buffers it allocates
-         * itself (plan time, outside any capture) and sorts by time.
-         * Heuristics remain the fallback when timing fails (e.g. no memory
-         * for its buffers). A conv with a bias and no activation or ReLU
-         * prefers IMPLICIT_PRECOMP_GEMM when it is nearly as fast: that
-         * algorithm runs bias + act in its epilogue (identity activation is
-         * allowed with it only), where others need extra passes over the
-         * output; those passes cost more than the timing difference (at
-         * batch 1 the timed-best algorithms made LRASPP 1.5x slower). */
-        const bool fusable = cv->b && (n->act == PF_IR_ACT_RELU || n->act == PF_IR_ACT_NONE);
-        int pick = -1;
-        if (cudnnFindConvolutionForwardAlgorithm(c->cudnn, cv->xd, cv->wd, cv->cd, cv->yd,
-                                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got,
-                                                 perf) == CUDNN_STATUS_SUCCESS) {
-            for (int i = 0; i < got; i++) {
-                if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > WS_LIMIT) continue;
-                /* FP32 without TF32 must not take a tensor-op (TF32) result. */
-                if (!c->fp16 && !c->p.allow_tf32 && perf[i].mathType == CUDNN_TENSOR_OP_MATH)
-                    continue;
-                if (pick < 0) pick = i;
-                if (fusable && perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM &&
-                    perf[i].time <= perf[pick].time * 1.3f + 0.005f) {
-                    pick = i;
-                    break;
-                }
-            }
-        }
-        (void)cudaGetLastError();
-        if (pick < 0) {
-            got = 0;
-            DNN(cudnnGetConvolutionForwardAlgorithm_v7(c->cudnn, cv->xd, cv->wd, cv->cd, cv->yd,
-                                                       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got,
-                                                       perf));
-            for (int i = 0; i < got && pick < 0; i++)
-                if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= WS_LIMIT) pick = i;
-        } else if (c->fp16) {
-            DNN(cudnnSetConvolutionMathType(cv->cd, perf[pick].mathType));
-        }
-        cv->algo = pick >= 0 ? (int)perf[pick].algo : -1;
-        if (pick >= 0)
-            DNN(cudnnGetConvolutionForwardWorkspaceSize(c->cudnn, cv->xd, cv->wd, cv->cd, cv->yd,
-                                                        perf[pick].algo, &cv->ws_bytes));
-        /* pixflow's implicit GEMM or cuDNN's graph API where faster, all
-         * timed alike. */
+        /* A choice from the plan cache skips the timing below (~all of
+         * plan time); a stale or unusable one is tuned again. */
+        char ekey[640];
+        conv_key(c, n, cv, xd, xs, yd, ys, k, st, dil, pb, pe, group, ekey, sizeof ekey);
+        conv_rec rec;
         int path = PATH_LEGACY;
-        ps = tune_fp16(c, g, node, cv, xd, xs, yd, ys, k, st, dil, pb, pe, &path);
-        if (ps != PF_OK) return ps;
+        const bool cached = c->cache && pf_plan_cache_get(c->cache, ekey, &rec, sizeof rec) &&
+                            apply_rec(c, n, cv, &rec, xd, xs, yd, ys, k, st, dil, pb, pe, &path);
+        if (cached) {
+            c->convs_cached++;
+        } else {
+            ps = tune_conv(c, g, node, cv, xd, xs, yd, ys, k, st, dil, pb, pe, &path, &rec);
+            if (ps != PF_OK) return ps;
+            pf_plan_cache_put(c->cache, ekey, &rec, sizeof rec);
+            c->convs_tuned++;
+        }
         if (path != PATH_LEGACY) {
             cv->ig = path == PATH_IGEMM;
             cv->gr = path == PATH_GRAPH;
@@ -472,9 +629,6 @@ pf_status pf_cux_conv_prepare(pf_cux_ctx *c, const pf_ir_graph *g, int node,
             cv->ws_bytes = (cv->ws_bytes + 255) & ~(size_t)255;
             return PF_OK;
         }
-        if (pick < 0)
-            return pf_set_error(PF_ERR_UNSUPPORTED, "%s: cuDNN has no forward algorithm for it",
-                                pf_cux_desc(g, node, desc, sizeof desc));
         const bool precomp = cv->algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
         if (cv->b && (n->act == PF_IR_ACT_RELU || (n->act == PF_IR_ACT_NONE && precomp))) {
             cv->fused = true;

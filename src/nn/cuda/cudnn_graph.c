@@ -118,6 +118,14 @@ int pf_cux_gconv_tune(cudnnHandle_t h, const pf_cux_gshape *sh, const void *x, c
                       void *y, void *ws, size_t ws_cap, cudaStream_t s, pf_cux_gconv *gc,
                       float *best_ms, const char *log_name)
 {
+    return pf_cux_gconv_build(h, sh, x, w, y, ws, ws_cap, s, -1, -1, gc, best_ms, log_name);
+}
+
+int pf_cux_gconv_build(cudnnHandle_t h, const pf_cux_gshape *sh, const void *x, const void *w,
+                       void *y, void *ws, size_t ws_cap, cudaStream_t s, int64_t only_rank,
+                       int64_t only_engine, pf_cux_gconv *gc, float *best_ms,
+                       const char *log_name)
+{
     memset(gc, 0, sizeof *gc);
     *best_ms = -1.0f;
     cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
@@ -194,7 +202,9 @@ int pf_cux_gconv_tune(cudnnHandle_t h, const pf_cux_gshape *sh, const void *x, c
                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, ncfg, &ncfg, cfgs));
     for (int64_t i = 0; i < ncfg; i++) {
         int64_t index = -1, wsb = 0, n = 0;
+        if (only_rank >= 0 && i != only_rank) continue;
         if (!engine_ok(cfgs[i], &index)) continue;
+        if (only_rank >= 0 && index != only_engine) continue; /* heuristics changed */
         cudnnBackendDescriptor_t plan = NULL, pack = NULL;
         float ms = -1.0f;
         if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) ==
@@ -207,11 +217,13 @@ int pf_cux_gconv_tune(cudnnHandle_t h, const pf_cux_gshape *sh, const void *x, c
             cudnnBackendFinalize(plan) == CUDNN_STATUS_SUCCESS &&
             cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
                                      CUDNN_TYPE_INT64, 1, &n, &wsb) == CUDNN_STATUS_SUCCESS &&
-            wsb >= 0 && (size_t)wsb <= ws_cap && make_pack(&pack, x, w, y, ws) ==
-                                                      CUDNN_STATUS_SUCCESS)
-        {
-            plan_arg a = {h, plan, pack};
-            (void)pf_cu_time_ms(launch_plan, &a, s, &ms);
+            wsb >= 0 && (size_t)wsb <= ws_cap) {
+            if (only_rank >= 0) {
+                ms = 0.0f; /* the cached choice: built, not timed */
+            } else if (make_pack(&pack, x, w, y, ws) == CUDNN_STATUS_SUCCESS) {
+                plan_arg a = {h, plan, pack};
+                (void)pf_cu_time_ms(launch_plan, &a, s, &ms);
+            }
         }
         if (log_name)
             fprintf(stderr, "conv choice: %s: cuDNN engine %lld (heuristic rank %lld): %s\n",
@@ -224,6 +236,7 @@ int pf_cux_gconv_tune(cudnnHandle_t h, const pf_cux_gshape *sh, const void *x, c
             gc->plan = plan;
             gc->ws_bytes = (size_t)wsb;
             gc->engine = index;
+            gc->rank = i;
             best_cfg = i;
             *best_ms = ms;
         } else if (plan) {

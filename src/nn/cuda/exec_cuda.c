@@ -262,12 +262,37 @@ static void ctx_destroy(void *vc)
         free(w->host);
         free(w);
     }
+    pf_plan_cache_close(&c->cache);
     pf_buffer_unref(&c->cublas_ws);
     if (c->cublas) cublasDestroy(c->cublas);
     if (c->cudnn) cudnnDestroy(c->cudnn);
     pf_stream_destroy(&c->own_stream);
     pf_allocator_destroy(&c->alloc);
     free(c);
+}
+
+/* Opens the plan cache of this model on this device with these libraries
+ * (plan_cache.h): the key names everything a tuned choice depends on
+ * besides the problem itself, which each entry's key describes. */
+static void ctx_bind_model(void *vc, uint64_t model_hash, const char *model_name)
+{
+    pf_cux_ctx *c = vc;
+    const pf_device_props *dp = pf_device_props_get(c->dev);
+    int drv = 0, rt = 0, blas = 0;
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    cublasGetVersion(c->cublas, &blas);
+    const char *base = model_name ? strrchr(model_name, '/') : NULL;
+    char key[1024];
+    snprintf(key, sizeof key,
+             "pixflow %s tuning 1 igemm %d|model %016llx %s|device %s sm_%d%d|driver %d "
+             "runtime %d cudnn %zu cublas %d|%s",
+             pf_version_string(), PF_CU_IG_CONFIGS, (unsigned long long)model_hash,
+             base ? base + 1 : model_name ? model_name : "", dp ? dp->name : "?",
+             dp ? dp->cc_major : 0, dp ? dp->cc_minor : 0, drv, rt, cudnnGetVersion(), blas,
+             c->fp16 ? "fp16" : c->p.allow_tf32 ? "fp32 tf32" : "fp32");
+    (void)cudaGetLastError();
+    c->cache = pf_plan_cache_open(key);
 }
 
 static pf_status ctx_create(const pf_nn_exec_params *p, void **out)
@@ -850,6 +875,7 @@ done:
         plan_destroy(c, p);
         return st;
     }
+    (void)pf_plan_cache_flush(c->cache); /* this plan's new choices, for the next process */
     *out = p;
     return PF_OK;
 }
@@ -1128,6 +1154,8 @@ static void plan_stats(void *vc, void *vp, pf_nn_exec_stats *acc)
     pf_cux_ctx *c = vc;
     plan *p = vp;
     acc->weight_bytes = c->weight_bytes;
+    acc->convs_tuned = c->convs_tuned;
+    acc->convs_cached = c->convs_cached;
     if (p) {
         acc->graphs += p->graphs;
         if (p->mem_bytes > acc->arena_bytes) acc->arena_bytes = p->mem_bytes;
@@ -1143,6 +1171,7 @@ static const pf_nn_backend cuda_backend = {
     .name = "cuda",
     .ctx_create = ctx_create,
     .ctx_destroy = ctx_destroy,
+    .ctx_bind_model = ctx_bind_model,
     .plan_create = plan_create,
     .plan_destroy = plan_destroy,
     .plan_run = plan_run,

@@ -10,6 +10,7 @@
 #include <cudnn.h>
 
 #include "../backend.h"
+#include "../plan_cache.h"
 #include "cu_internal.h"
 
 typedef struct pf_cux_weight pf_cux_weight;
@@ -27,6 +28,8 @@ typedef struct pf_cux_ctx {
     pf_cux_weight *weights;     /* uploaded constants, shared by all plans */
     size_t weight_bytes;
     void *last_plan;            /* the plan of the latest run (stats) */
+    pf_plan_cache *cache;       /* tuned choices on disk; NULL = none (plan_cache.h) */
+    int convs_tuned, convs_cached; /* conv choices timed / read from the cache */
 } pf_cux_ctx;
 
 /* Weight forms: the same constant uploaded for different uses. */
@@ -59,7 +62,8 @@ typedef struct pf_cux_gconv {
     cudnnBackendDescriptor_t pack;      /* variant pack for the pointers below */
     const void *px, *pw, *py, *pws;
     size_t ws_bytes;
-    int64_t engine;                     /* cuDNN's global engine index (logs) */
+    int64_t engine;                     /* cuDNN's global engine index */
+    int64_t rank;                       /* its position in the heuristics' list */
 } pf_cux_gconv;
 
 /* Builds and times every usable engine on the given scratch buffers
@@ -69,6 +73,14 @@ typedef struct pf_cux_gconv {
 int pf_cux_gconv_tune(cudnnHandle_t h, const pf_cux_gshape *sh, const void *x, const void *w,
                       void *y, void *ws, size_t ws_cap, cudaStream_t s, pf_cux_gconv *gc,
                       float *best_ms, const char *log_name);
+/* The same with only_rank >= 0: builds just the engine config at that
+ * position of the heuristics' list, untimed (*best_ms = 0), provided its
+ * engine is still only_engine and its workspace fits ws_cap (the plan
+ * cache's choice; x, w, y, ws and s unused then). -1, -1 = pf_cux_gconv_tune. */
+int pf_cux_gconv_build(cudnnHandle_t h, const pf_cux_gshape *sh, const void *x, const void *w,
+                       void *y, void *ws, size_t ws_cap, cudaStream_t s, int64_t only_rank,
+                       int64_t only_engine, pf_cux_gconv *gc, float *best_ms,
+                       const char *log_name);
 /* Runs the plan on the handle's stream; 0 or a cudnnStatus_t
  * (CUDNN_STATUS_BAD_PARAM for a pointer that is not 16-byte aligned). */
 int pf_cux_gconv_run(cudnnHandle_t h, pf_cux_gconv *gc, const void *x, const void *w, void *y,
