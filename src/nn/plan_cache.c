@@ -224,8 +224,9 @@ static unsigned char *read_all(const char *path, size_t *size)
 }
 
 /* Merges the file's entries into c (ours win when replace is false).
- * Returns 1 loaded, 0 no file, -1 a file that failed its checks. */
-static int load_file(pf_plan_cache *c, bool replace)
+ * Returns 1 loaded, 0 no file, -1 a file that failed its checks (logged
+ * when `warn`: once per open, not again when a flush re-reads it). */
+static int load_file(pf_plan_cache *c, bool replace, bool warn)
 {
     size_t size = 0;
     unsigned char *buf = read_all(c->path, &size);
@@ -234,7 +235,7 @@ static int load_file(pf_plan_cache *c, bool replace)
     pf_status st = pf_plan_cache_parse(buf, size, c->key, add_entry, &a);
     free(buf);
     if (st != PF_OK) {
-        PF_LOGW("plan cache %s: ignored and rebuilt: %s", c->path, pf_last_error());
+        if (warn) PF_LOGW("plan cache %s: ignored and rebuilt: %s", c->path, pf_last_error());
         return -1;
     }
     return 1;
@@ -257,7 +258,7 @@ pf_plan_cache *pf_plan_cache_open(const char *key)
     pf_mutex_init(&c->mu);
     snprintf(c->path, sizeof c->path, "%s/plans-%016llx.bin", dir,
              (unsigned long long)pf_hash64(key, strlen(key), 0));
-    int r = load_file(c, true);
+    int r = load_file(c, true, true);
     c->st.loaded = r > 0;
     c->st.rejected = r < 0;
     c->dirty = false;
@@ -388,7 +389,7 @@ pf_status pf_plan_cache_flush(pf_plan_cache *c)
                               strerror(errno));
         } else {
             /* Entries another process wrote meanwhile; ours win. */
-            (void)load_file(c, false);
+            (void)load_file(c, false, false);
             st = write_file(c);
         }
         if (st != PF_OK && !c->st.write_failed)

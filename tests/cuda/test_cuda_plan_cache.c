@@ -1,10 +1,13 @@
 /* The plan cache on the GPU (src/nn/plan_cache.c + the conv choices of
  * src/nn/cuda/cudnn_conv.c): MediaPipe's selfie model in FP16 on cuda:0.
  *
- *   cold: an empty cache directory; every conv is timed (convs_tuned > 0,
- *         convs_cached == 0) and the file is written;
+ *   cold: an empty cache directory; every distinct conv is timed
+ *         (convs_tuned > 0; a conv with the geometry of an earlier one of
+ *         the model reads that one's choice: convs_cached counts those) and
+ *         the file is written;
  *   warm: a new executor in the same process reads every choice
- *         (convs_tuned == 0, convs_cached == the cold count), plans faster,
+ *         (convs_tuned == 0, convs_cached == all the cold run's convs),
+ *         plans faster,
  *         and its output is bit-identical to the cold one's (the same
  *         algorithms, engines and launch configs run);
  *   plan_cache = false: times again and leaves the file alone;
@@ -53,10 +56,12 @@ static bool run_once(bool cache, run_result *r)
     pf_tensor din = {0}, dout = {0};
     pf_nn_exec *x = NULL;
     pf_model_io o = pf_model_output(g_model, 0);
+    int64_t oshape[8];
+    for (int d = 0; d < o.ndim && d < 8; d++) oshape[d] = o.shape[d] < 0 ? 1 : o.shape[d];
     bool ok = pf_tensor_alloc(&din, g_in.dtype, g_in.ndim, g_in.shape, g_in.layout, g_alloc,
                               g_stream) == PF_OK &&
               pf_memcpy_async(g_stream, din.data, g_in.data, pf_tensor_nbytes(&g_in)) == PF_OK &&
-              pf_tensor_alloc(&dout, PF_DTYPE_F32, o.ndim, o.shape, o.layout, g_alloc,
+              pf_tensor_alloc(&dout, PF_DTYPE_F32, o.ndim, oshape, o.layout, g_alloc,
                               g_stream) == PF_OK &&
               pf_stream_synchronize(g_stream) == PF_OK;
     double t0 = now_ms();
@@ -107,13 +112,12 @@ static void test_cold_warm(void)
     printf("  cold: %d convs tuned, %d cached, %.1f ms to the first output\n",
            cold.st.convs_tuned, cold.st.convs_cached, cold.plan_ms);
     CHECK(cold.st.convs_tuned > 0);
-    CHECK_EQ_INT(cold.st.convs_cached, 0);
     CHECK_EQ_INT(count_files(), 1);
     REQUIRE(run_once(true, &warm));
     printf("  warm: %d convs tuned, %d cached, %.1f ms to the first output\n",
            warm.st.convs_tuned, warm.st.convs_cached, warm.plan_ms);
     CHECK_EQ_INT(warm.st.convs_tuned, 0);
-    CHECK_EQ_INT(warm.st.convs_cached, cold.st.convs_tuned);
+    CHECK_EQ_INT(warm.st.convs_cached, cold.st.convs_tuned + cold.st.convs_cached);
     CHECK(warm.plan_ms < cold.plan_ms);
     CHECK(warm.out_bytes == cold.out_bytes && !memcmp(warm.out, cold.out, cold.out_bytes));
 
@@ -124,7 +128,9 @@ static void test_cold_warm(void)
     sleep(1); /* an mtime change would show */
     REQUIRE(run_once(false, &off));
     stat(path, &after);
-    CHECK(off.st.convs_tuned == cold.st.convs_tuned && off.st.convs_cached == 0);
+    /* Without the cache nothing is shared, not even between equal convs. */
+    CHECK(off.st.convs_tuned == cold.st.convs_tuned + cold.st.convs_cached);
+    CHECK_EQ_INT(off.st.convs_cached, 0);
     CHECK(before.st_mtime == after.st_mtime && before.st_size == after.st_size);
     free(cold.out);
     free(warm.out);
@@ -144,9 +150,9 @@ static void test_damaged_file(void)
     fclose(f);
     run_result r1, r2;
     REQUIRE(run_once(true, &r1));
-    CHECK(r1.st.convs_tuned > 0 && r1.st.convs_cached == 0);
+    CHECK(r1.st.convs_tuned > 0);
     REQUIRE(run_once(true, &r2));
-    CHECK(r2.st.convs_tuned == 0 && r2.st.convs_cached == r1.st.convs_tuned);
+    CHECK(r2.st.convs_tuned == 0 && r2.st.convs_cached == r1.st.convs_tuned + r1.st.convs_cached);
     free(r1.out);
     free(r2.out);
 }
@@ -156,9 +162,9 @@ static void test_forced_path(void)
     setenv("PIXFLOW_NN_CONV", "pixflow", 1);
     run_result r1, r2;
     REQUIRE(run_once(true, &r1));
-    CHECK(r1.st.convs_tuned > 0 && r1.st.convs_cached == 0);
+    CHECK(r1.st.convs_tuned > 0);
     REQUIRE(run_once(true, &r2));
-    CHECK(r2.st.convs_tuned == 0 && r2.st.convs_cached == r1.st.convs_tuned);
+    CHECK(r2.st.convs_tuned == 0 && r2.st.convs_cached == r1.st.convs_tuned + r1.st.convs_cached);
     unsetenv("PIXFLOW_NN_CONV");
     free(r1.out);
     free(r2.out);
@@ -185,8 +191,12 @@ int main(void)
         return 1;
     }
     pf_model_io in = pf_model_input(g_model, 0);
-    if (pf_tensor_alloc(&g_in, PF_DTYPE_F32, in.ndim, in.shape, in.layout, NULL, NULL) != PF_OK)
+    int64_t shape[8];
+    for (int d = 0; d < in.ndim && d < 8; d++) shape[d] = in.shape[d] < 0 ? 1 : in.shape[d];
+    if (pf_tensor_alloc(&g_in, PF_DTYPE_F32, in.ndim, shape, in.layout, NULL, NULL) != PF_OK) {
+        fprintf(stderr, "input tensor: %s\n", pf_last_error());
         return 1;
+    }
     float *d = g_in.data;
     pf_test_seed(7);
     for (int64_t i = 0; i < pf_tensor_numel(&g_in); i++)
