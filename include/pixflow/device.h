@@ -82,6 +82,15 @@ PF_API pf_status pf_device_select(const char *spec, pf_device **out);
 /* Static properties; the pointer lives as long as the device (forever). */
 PF_API const pf_device_props *pf_device_props_get(const pf_device *dev);
 PF_API pf_device_type pf_device_get_type(const pf_device *dev);
+
+/* Whether copies between devices a and b may go directly over NVLink or
+ * PCIe peer-to-peer (either device's streams then address the other's
+ * memory). The first call for a pair asks the driver and enables it both
+ * ways, and logs the outcome (info); later calls return the cached answer.
+ * False for the same device, the CPU, and pairs the driver does not
+ * connect: copies between those go through pinned host memory (the
+ * pipeline's transfers count each kind). Thread-safe. */
+PF_API bool pf_device_peer_access(pf_device *a, pf_device *b);
 /* "cpu", "cuda:0", ... */
 PF_API const char *pf_device_spec(const pf_device *dev);
 

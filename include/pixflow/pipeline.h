@@ -647,6 +647,9 @@ typedef struct pf_stage_stats {
     bool is_transfer;           /* inserted by the runtime */
     uint64_t transfers;         /* copies made by a transfer stage (one per
                                    frame or tensor copied) */
+    uint64_t transfers_p2p;     /* of those, device to another device directly
+                                   (pf_device_peer_access); the others between
+                                   two devices went through pinned host memory */
     uint64_t dropped;           /* items the stage released on purpose
                                    (pf_stage_drop, e.g. demux's unmapped streams) */
 } pf_stage_stats;
@@ -681,6 +684,7 @@ typedef struct pf_pipeline_stats {
     double e2e_p50_us, e2e_p95_us, e2e_p99_us; /* source timestamp -> sink */
     uint64_t dropped;           /* sum over edges */
     uint64_t transfers;
+    uint64_t transfers_p2p;     /* of transfers: device to device peer-to-peer */
     int bottleneck;             /* index into stages: highest busy fraction */
     int num_stages, num_edges;
     const pf_stage_stats *stages; /* valid until the next get_stats or destroy */

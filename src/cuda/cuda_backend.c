@@ -330,12 +330,46 @@ static void cuda_mem_free(pf_device *dev, pf_mem_domain domain, void *ptr)
     }
 }
 
+/* cudaDeviceEnablePeerAccess is per (current device, peer): both ways, so a
+ * copy on either device's stream reads or writes the other's memory over
+ * NVLink or PCIe directly. */
+static pf_status cuda_peer_enable(pf_device *a, pf_device *b, bool *ok)
+{
+    *ok = false;
+    int ia = a->props.index, ib = b->props.index, ab = 0, ba = 0, cur = 0;
+    if (cudaDeviceCanAccessPeer(&ab, ia, ib) != cudaSuccess ||
+        cudaDeviceCanAccessPeer(&ba, ib, ia) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return PF_OK;
+    }
+    if (!ab || !ba) return PF_OK;
+    cudaGetDevice(&cur);
+    cudaError_t e = cudaSuccess;
+    for (int k = 0; k < 2 && e == cudaSuccess; k++) {
+        e = cudaSetDevice(k ? ib : ia);
+        if (e == cudaSuccess) e = cudaDeviceEnablePeerAccess(k ? ia : ib, 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled) {
+            (void)cudaGetLastError();
+            e = cudaSuccess;
+        }
+    }
+    cudaSetDevice(cur);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return pf_set_error(PF_ERR_DEVICE, "peer access between %s and %s: %s", a->spec, b->spec,
+                            cudaGetErrorString(e));
+    }
+    *ok = true;
+    return PF_OK;
+}
+
 const pf_backend pf_cuda_backend = {
     .type = PF_DEVICE_CUDA,
     .name = "cuda",
     .discover = cuda_discover,
     .mem_info = cuda_mem_info,
     .device_sync = cuda_device_sync,
+    .peer_enable = cuda_peer_enable,
     .mem_alloc = cuda_mem_alloc,
     .mem_free = cuda_mem_free,
     .stream_create = pf_cuda_stream_create,

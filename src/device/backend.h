@@ -50,6 +50,10 @@ struct pf_backend {
 
     pf_status (*mem_info)(pf_device *dev, size_t *free_bytes, size_t *total_bytes);
     pf_status (*device_sync)(pf_device *dev);
+    /* Peer-to-peer access between two devices of this backend: sets *ok and,
+     * when the driver pairs them both ways, enables it both ways (idempotent).
+     * NULL where there is no such thing (the CPU). */
+    pf_status (*peer_enable)(pf_device *a, pf_device *b, bool *ok);
 
     /* Raw memory in a domain. PF_MEM_DEVICE and PF_MEM_PINNED for CUDA; the
      * CPU backend serves all three domains from the host heap. A failure for

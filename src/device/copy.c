@@ -31,13 +31,15 @@ pf_status pf_memset_async(pf_stream *s, void *dst, int value, size_t n)
     return s->be->memset_async(s->native, dst, value, n);
 }
 
-/* Host and pinned memory is reachable from every stream; device memory only
- * from streams of its own device. */
+/* Host and pinned memory is reachable from every stream; device memory
+ * from streams of its own device, and of a device it has peer access with
+ * (pf_device_peer_access). */
 static pf_status check_reachable(const pf_stream *s, const pf_buffer *b, const char *which)
 {
     if (pf_buffer_domain(b) != PF_MEM_DEVICE) return PF_OK;
     pf_device *owner = pf_buffer_device(b);
     if (owner == s->dev || owner->props.type == PF_DEVICE_CPU) return PF_OK;
+    if (pf_device_peer_access(owner, s->dev)) return PF_OK;
     return pf_set_error(PF_ERR_UNSUPPORTED,
                         "pf_buffer_copy_async: %s buffer is device memory of %s, "
                         "not reachable from a stream of %s",

@@ -21,6 +21,8 @@ typedef struct backend_slot {
 
 static pf_mutex registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static backend_slot slots[PF_DEVICE_TYPE_COUNT];
+/* pf_device_peer_access's answers by device index: 0 unknown, 1 yes, -1 no. */
+static signed char peer_state[PF_MAX_DEVICES_PER_TYPE][PF_MAX_DEVICES_PER_TYPE];
 
 const pf_backend *pf_backend_get(pf_device_type type)
 {
@@ -73,6 +75,30 @@ static backend_slot *slot_for(pf_device_type type)
     }
     pf_mutex_unlock(&registry_lock);
     return s;
+}
+
+bool pf_device_peer_access(pf_device *a, pf_device *b)
+{
+    if (!a || !b || a == b || a->be != b->be || !a->be->peer_enable) return false;
+    int ia = a->props.index, ib = b->props.index;
+    if (ia < 0 || ib < 0 || ia >= PF_MAX_DEVICES_PER_TYPE || ib >= PF_MAX_DEVICES_PER_TYPE)
+        return false;
+    pf_mutex_lock(&registry_lock);
+    if (!peer_state[ia][ib]) {
+        bool ok = false;
+        pf_status st = a->be->peer_enable(a, b, &ok);
+        peer_state[ia][ib] = peer_state[ib][ia] = ok ? 1 : -1;
+        if (st != PF_OK)
+            PF_LOGW("%s <-> %s: %s; copies between them go through host memory", a->spec,
+                    b->spec, pf_last_error());
+        else
+            PF_LOGI("%s <-> %s: %s", a->spec, b->spec,
+                    ok ? "peer-to-peer access enabled (direct copies)"
+                       : "no peer-to-peer access (copies go through host memory)");
+    }
+    bool yes = peer_state[ia][ib] > 0;
+    pf_mutex_unlock(&registry_lock);
+    return yes;
 }
 
 pf_device *pf_cpu_device(void)

@@ -66,8 +66,10 @@ static pf_status snapshot(pf_pipeline *p, pf_pipeline_stats *out)
         for (int k = 0; k <= PF_STATS_MAX_BATCH; k++) ss->batch_hist[k] = ld(&s->batch_hist[k]);
         ss->is_transfer = s->is_transfer;
         ss->transfers = ld(&s->transfers);
+        ss->transfers_p2p = ld(&s->transfers_p2p);
         ss->dropped = ld(&s->dropped);
         out->transfers += ss->transfers;
+        out->transfers_p2p += ss->transfers_p2p;
         if (started && ss->busy_fraction > best) {
             best = ss->busy_fraction;
             out->bottleneck = i;
@@ -137,7 +139,9 @@ pf_status pf_pipeline_print_stats(pf_pipeline *p, FILE *f)
                 if (ss->batch_hist[k]) fprintf(f, " %d:%" PRIu64, k, ss->batch_hist[k]);
             fprintf(f, "\n");
         }
-        if (ss->is_transfer) fprintf(f, "%-28s copies: %" PRIu64 "\n", "", ss->transfers);
+        if (ss->is_transfer)
+            fprintf(f, "%-28s copies: %" PRIu64 " (%" PRIu64 " device to device peer-to-peer)\n",
+                    "", ss->transfers, ss->transfers_p2p);
     }
     if (s.bottleneck >= 0)
         fprintf(f, "bottleneck: %s (busy %.1f%%)\n", s.stages[s.bottleneck].name,

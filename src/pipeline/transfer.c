@@ -12,7 +12,9 @@
  *   device -> host  into a pinned block, which becomes the output itself (no
  *                   second copy); the block goes back to the pool when the
  *                   consumer drops the item
- *   device -> device' through a pinned block
+ *   device -> device' directly (cudaMemcpy*Async over NVLink or PCIe P2P)
+ *                   where pf_device_peer_access pairs the two devices (counted
+ *                   apart: transfers_p2p), else through a pinned block
  * Staging blocks come from a pf_pinned_pool per device, sized from the first
  * item (grown when a larger one comes), with as many blocks as the consumer
  * can hold at once; when they are all out the pipeline's pinned allocator
@@ -143,7 +145,8 @@ static const char *where(const pf_buffer *b, char *buf, size_t n)
     return buf;
 }
 
-static pf_status copy_frame(pl_transfer *t, pf_frame *dst, const pf_frame *src, int *copies)
+static pf_status copy_frame(pl_transfer *t, pf_frame *dst, const pf_frame *src, int *copies,
+                           int *p2p)
 {
     pf_buffer *sb = src->buf[0];
     if (pl_location_matches(sb, t->want, t->want_dev)) {
@@ -174,7 +177,9 @@ static pf_status copy_frame(pl_transfer *t, pf_frame *dst, const pf_frame *src, 
         if ((st = pf_frame_alloc(dst, src->format, src->width, src->height, a, ds)) != PF_OK)
             return st;
         const pf_frame *from = src;
-        if (!src_host || pf_buffer_domain(sb) == PF_MEM_HOST) {
+        const bool peer = !src_host && sdev != t->want_dev && pf_device_peer_access(sdev, t->want_dev);
+        if (peer) (*p2p)++;
+        if (!peer && (!src_host || pf_buffer_domain(sb) == PF_MEM_HOST)) {
             /* pageable host or another device: through a pinned block */
             pf_device *bdev = src_host ? t->want_dev : sdev;
             st = staging(t, bdev, total, &blk);
@@ -208,7 +213,8 @@ static pf_status copy_frame(pl_transfer *t, pf_frame *dst, const pf_frame *src, 
     return PF_OK;
 }
 
-static pf_status copy_tensor(pl_transfer *t, pf_tensor *dst, const pf_tensor *src, int *copies)
+static pf_status copy_tensor(pl_transfer *t, pf_tensor *dst, const pf_tensor *src, int *copies,
+                            int *p2p)
 {
     pf_buffer *sb = src->buf;
     if (pl_location_matches(sb, t->want, t->want_dev)) {
@@ -241,7 +247,9 @@ static pf_status copy_tensor(pl_transfer *t, pf_tensor *dst, const pf_tensor *sr
         pf_buffer_unref(&dbuf);
         if (st != PF_OK) return st;
         const void *from = src->data;
-        if (nb && (!src_host || pf_buffer_domain(sb) == PF_MEM_HOST)) {
+        const bool peer = !src_host && sdev != t->want_dev && pf_device_peer_access(sdev, t->want_dev);
+        if (peer && nb) (*p2p)++;
+        if (nb && !peer && (!src_host || pf_buffer_domain(sb) == PF_MEM_HOST)) {
             pf_device *bdev = src_host ? t->want_dev : sdev;
             st = staging(t, bdev, nb, &blk);
             if (st == PF_OK) {
@@ -274,7 +282,7 @@ pf_status pl_transfer_process(void *user, pf_stage_ctx *ctx, pf_item *items, int
         pf_item out;
         memset(&out, 0, sizeof out);
         pf_status st = PF_OK;
-        int copies = 0;
+        int copies = 0, p2p = 0;
         char w1[96], msg[512];
         msg[0] = 0;
         if (in->ready) {
@@ -283,14 +291,14 @@ pf_status pl_transfer_process(void *user, pf_stage_ctx *ctx, pf_item *items, int
             in->ready = NULL;
         }
         if (st == PF_OK && in->frame.buf[0]) {
-            st = copy_frame(t, &out.frame, &in->frame, &copies);
+            st = copy_frame(t, &out.frame, &in->frame, &copies, &p2p);
             if (st != PF_OK)
                 snprintf(msg, sizeof msg, "copying a %dx%d %s frame from %s: %s", in->frame.width,
                          in->frame.height, pf_pixfmt_name(in->frame.format),
                          where(in->frame.buf[0], w1, sizeof w1), pf_last_error());
         }
         if (st == PF_OK && in->tensor.buf) {
-            st = copy_tensor(t, &out.tensor, &in->tensor, &copies);
+            st = copy_tensor(t, &out.tensor, &in->tensor, &copies, &p2p);
             if (st != PF_OK)
                 snprintf(msg, sizeof msg, "copying a %s tensor of %lld elements from %s: %s",
                          pf_dtype_name(in->tensor.dtype), (long long)pf_tensor_numel(&in->tensor),
@@ -304,6 +312,7 @@ pf_status pl_transfer_process(void *user, pf_stage_ctx *ctx, pf_item *items, int
         pf_item_unref(in);
         if (st == PF_OK) {
             atomic_fetch_add_explicit(&ctx->st->transfers, (uint64_t)copies, memory_order_relaxed);
+            atomic_fetch_add_explicit(&ctx->st->transfers_p2p, (uint64_t)p2p, memory_order_relaxed);
             st = pf_stage_emit(ctx, &out);
         } else {
             pf_item_unref(&out);
