@@ -11,7 +11,9 @@
  * source.synthetic -> ops.preprocess -> nn.infer on a few 1080p-like frames,
  * in throughput (batch 4) and latency (batch 1) modes. The preprocessed
  * tensors are captured on a second branch, so each mask is compared with a
- * direct pf_nn_exec_run on the very tensor the stage got. */
+ * direct pf_nn_exec_run on the very tensor the stage got. With a memory cap
+ * below what a batch-4 plan needs, nn.infer lowers its batch (and the
+ * batcher's) instead of failing, and every mask still matches. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -490,6 +492,8 @@ static void test_errors(void)
  * a capture of the inputs, and nn.infer -> capture of the masks. */
 /* The pipeline is handed back in *out: the captured tensors come from its
  * stage allocators and must be released before it is destroyed. */
+static const char *g_memory_cap; /* nn.infer's memory_cap in run_selfie; NULL = none */
+
 static void run_selfie(pf_pipeline_mode mode, int batch, const char *layout, capture *ins,
                        capture *outs, pf_status *result, char *err, size_t errsize,
                        pf_pipeline **out)
@@ -507,7 +511,7 @@ static void run_selfie(pf_pipeline_mode mode, int batch, const char *layout, cap
                                {"speed", "40", 0}, {"pool", "16", 0}};
     pf_stage_param pre_kv[] = {{"width", "256", 0}, {"height", "256", 0}, {"layout", layout, 0}};
     pf_stage_param inf_kv[] = {{"model", model_path, 0}, {"batch", bs, 0},
-                               {"delay_us", "200000", 0}};
+                               {"delay_us", "200000", 0}, {"memory_cap", g_memory_cap, 0}};
     pf_stage *src = add_builtin(p, "source.synthetic", "camera", src_kv, 5, NULL);
     pf_stage_config pcfg = {.name = "pre", .params = pre_kv, .num_params = 3};
     pf_stage_desc pd;
@@ -516,7 +520,7 @@ static void run_selfie(pf_pipeline_mode mode, int batch, const char *layout, cap
     pd.batch.max_batch = batch;
     pd.batch.max_delay_us = 200000;
     CHECK_OK(pf_pipeline_add_stage(p, &pd, &pre));
-    pf_stage *inf = add_builtin(p, "nn.infer", "infer", inf_kv, 3, NULL);
+    pf_stage *inf = add_builtin(p, "nn.infer", "infer", inf_kv, g_memory_cap ? 4 : 3, NULL);
     pf_stage *ci = add_capture(p, "inputs", ins);
     pf_stage *co = add_capture(p, "masks", outs);
     if (!src || !pre || !inf || !ci || !co) {
@@ -541,6 +545,18 @@ static void run_selfie(pf_pipeline_mode mode, int batch, const char *layout, cap
                        (unsigned long long)s.stages[i].batches, batch);
                 if (mode == PF_MODE_LATENCY) CHECK_EQ_INT(s.stages[i].batch_hist[1],
                                                           s.stages[i].batches);
+                if (g_memory_cap) {
+                    printf("  infer: batch lowered to %d (%llu times) under memory_cap %s\n",
+                           s.stages[i].batch_limit,
+                           (unsigned long long)s.stages[i].batch_limits, g_memory_cap);
+                    CHECK(s.stages[i].batch_limit >= 1 && s.stages[i].batch_limit < batch);
+                    CHECK(s.stages[i].batch_limits >= 1);
+                    CHECK_EQ_INT(s.stages[i].errors, 0);
+                    /* No batch above the limit once it was lowered: the largest
+                     * batch seen is the first (failed, then split) one. */
+                } else {
+                    CHECK_EQ_INT(s.stages[i].batch_limits, 0);
+                }
             }
     }
     *out = p;
@@ -627,6 +643,74 @@ static void test_selfie_modes(void)
     pf_model_free(&m);
 }
 
+/* The bytes a batch-b plan of the model needs on the CPU (from the
+ * executor's own refusal under a 1-byte cap, which names them). */
+static size_t plan_bytes(pf_model *m, int b)
+{
+    pf_nn_exec_params xp = pf_nn_exec_params_default();
+    xp.memory_cap = 1;
+    xp.max_batch = b;
+    pf_nn_exec *x = NULL;
+    if (pf_nn_exec_create(m, &xp, &x) != PF_OK) return 0;
+    pf_model_io io = pf_model_input(m, 0), oo = pf_model_output(m, 0);
+    int64_t ish[4] = {b, io.shape[1], io.shape[2], io.shape[3]};
+    int64_t osh[4] = {b, oo.shape[1], oo.shape[2], oo.shape[3]};
+    pf_tensor in = {0}, out = {0};
+    size_t a = 0, sc = 0, io_b = 0;
+    if (pf_tensor_alloc(&in, PF_DTYPE_F32, 4, ish, io.layout, NULL, NULL) == PF_OK &&
+        pf_tensor_alloc(&out, PF_DTYPE_F32, 4, osh, oo.layout, NULL, NULL) == PF_OK &&
+        pf_nn_exec_run(x, NULL, &in, 1, &out, 1) == PF_ERR_NOMEM) {
+        const char *msg = strstr(pf_last_error(), "needs ");
+        if (!msg || sscanf(msg, "needs %zu B of arena + %zu B of scratch + %zu B", &a, &sc,
+                           &io_b) != 3)
+            a = sc = io_b = 0;
+    }
+    pf_tensor_unref(&in);
+    pf_tensor_unref(&out);
+    pf_nn_exec_destroy(&x);
+    return a + sc + io_b;
+}
+
+static void test_selfie_out_of_memory(void)
+{
+    pf_model *m = NULL;
+    CHECK_OK(pf_model_load(model_path, &m));
+    REQUIRE(m != NULL);
+    size_t b1 = plan_bytes(m, 1), b4 = plan_bytes(m, 4);
+    printf("  plan bytes: batch 1 %zu, batch 4 %zu\n", b1, b4);
+    REQUIRE(b1 > 0 && b4 > b1);
+    char cap[32];
+    snprintf(cap, sizeof cap, "%zu", b1 + (b4 - b1) / 4); /* batch 1 fits, batch 4 does not */
+    pf_nn_exec_params xp = pf_nn_exec_params_default();
+    pf_nn_exec *x = NULL;
+    CHECK_OK(pf_nn_exec_create(m, &xp, &x));
+    capture ins = {0}, outs = {0};
+    pf_status st;
+    char err[1024] = "";
+    pf_pipeline *p = NULL;
+    g_memory_cap = cap;
+    run_selfie(PF_MODE_THROUGHPUT, 4, "nhwc", &ins, &outs, &st, err, sizeof err, &p);
+    g_memory_cap = NULL;
+    if (st != PF_OK) fprintf(stderr, "  %s: %s\n", pf_status_str(st), err);
+    CHECK_OK(st);
+    CHECK_EQ_INT(outs.n, FRAMES);
+    double worst = 0, lo = 1e9, hi = -1e9;
+    for (int i = 0; i < outs.n; i++) {
+        const pf_item *ii = capture_find(&ins, outs.items[i].seq);
+        CHECK(ii != NULL);
+        if (!ii) continue;
+        double d = compare_direct(x, &ii->tensor, &outs.items[i].tensor, &lo, &hi);
+        if (d > worst) worst = d;
+    }
+    printf("  max |pipeline - direct| = %.3g over %d masks\n", worst, outs.n);
+    CHECK(worst <= 1e-4);
+    capture_release(&ins);
+    capture_release(&outs);
+    pf_pipeline_destroy(&p);
+    pf_nn_exec_destroy(&x);
+    pf_model_free(&m);
+}
+
 /* NCHW tensors for an NHWC model stop the pipeline with a hint. */
 static void test_selfie_wrong_layout(void)
 {
@@ -696,6 +780,7 @@ int main(void)
     printf("model %s\n", model_path);
     PF_RUN(test_selfie_modes);
     PF_RUN(test_selfie_wrong_layout);
+    PF_RUN(test_selfie_out_of_memory);
     PF_RUN(test_selfie_chain);
     return pf_test_finish();
 }

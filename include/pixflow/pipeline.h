@@ -276,6 +276,11 @@ PF_API void pf_stage_drop(pf_stage_ctx *ctx, pf_item *item);
  * for (the runtime records an event at emit). */
 PF_API pf_stream *pf_stage_stream(pf_stage_ctx *ctx);
 PF_API pf_device *pf_stage_device(pf_stage_ctx *ctx);
+/* Lowers the stage's batch size from now on (never raises it): the batcher
+ * forms batches of at most max_batch items. For a stage that ran out of
+ * memory at its batch size (nn.infer does this); counted in
+ * pf_stage_stats.batch_limit. Returns the limit now in force. */
+PF_API int pf_stage_limit_batch(pf_stage_ctx *ctx, int max_batch);
 /* A caching allocator for the stage's device/domain, shared per pipeline
  * (NULL with pf_last_error() set if it cannot be made). Allocate on
  * pf_stage_stream(). Buffers allocated on a stage's stream must be released
@@ -652,6 +657,9 @@ typedef struct pf_stage_stats {
                                    two devices went through pinned host memory */
     uint64_t dropped;           /* items the stage released on purpose
                                    (pf_stage_drop, e.g. demux's unmapped streams) */
+    int batch_limit;            /* 0, or the max batch pf_stage_limit_batch lowered it
+                                   to (nn.infer after an out-of-memory) */
+    uint64_t batch_limits;      /* how many times it was lowered */
 } pf_stage_stats;
 
 /* Per stream: the items of one source id (pf_item.source). A stream appears

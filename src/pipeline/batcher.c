@@ -40,6 +40,7 @@
  * once as a small batch.
  */
 #include <stdint.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,7 +73,7 @@ typedef struct blevel {
 } blevel;
 
 struct pf_batcher {
-    int max_batch;
+    atomic_int max_batch;  /* lowered at run time by pf_batcher_limit */
     int64_t delay_ns;      /* INT64_MAX = never by time */
     int64_t t_take;        /* clock of the last take (INT64_MIN: none yet) */
     int capacity;
@@ -146,7 +147,7 @@ pf_status pf_batcher_create(const pf_batch_params *p, int capacity, pf_batcher *
                                           "requests",
                             capacity);
     }
-    b->max_batch = p->max_batch;
+    atomic_init(&b->max_batch, p->max_batch);
     b->delay_ns = p->max_delay_us > INT64_MAX / 1000 ? INT64_MAX : p->max_delay_us * 1000;
     b->capacity = capacity;
     b->t_take = INT64_MIN;
@@ -179,6 +180,16 @@ void pf_batcher_destroy(pf_batcher **pb)
 }
 
 int pf_batcher_count(const pf_batcher *b) { return b ? b->count : 0; }
+
+int pf_batcher_limit(pf_batcher *b, int max_batch)
+{
+    if (!b) return 0;
+    int cur = atomic_load(&b->max_batch);
+    while (max_batch >= 1 && max_batch < cur &&
+           !atomic_compare_exchange_weak(&b->max_batch, &cur, max_batch)) {
+    }
+    return atomic_load(&b->max_batch);
+}
 
 /* Levels ----------------------------------------------------------------------- */
 
@@ -331,7 +342,7 @@ int64_t pf_batcher_deadline(const pf_batcher *b)
 bool pf_batcher_ready(const pf_batcher *b, int64_t now_ns, bool eos)
 {
     if (!b || b->count == 0) return false;
-    if (b->count >= b->max_batch || eos || b->delay_ns == 0) return true;
+    if (b->count >= atomic_load(&b->max_batch) || eos || b->delay_ns == 0) return true;
     return now_ns >= pf_batcher_deadline(b);
 }
 
@@ -360,7 +371,8 @@ int pf_batcher_take(pf_batcher *b, pf_item *out, int64_t now_ns)
     b->t_take = now_ns;
     int n = 0;
     int lo = 0;
-    while (n < b->max_batch && lo < b->nactive) {
+    const int max_batch = atomic_load(&b->max_batch);
+    while (n < max_batch && lo < b->nactive) {
         int priority = b->queues[b->active[lo]].priority;
         int hi = lo + 1;
         while (hi < b->nactive && b->queues[b->active[hi]].priority == priority) hi++;
@@ -376,9 +388,9 @@ int pf_batcher_take(pf_batcher *b, pf_item *out, int64_t now_ns)
         lv->has_cursor = true;
 
         bool took = true;
-        while (n < b->max_batch && took) {
+        while (n < max_batch && took) {
             took = false;
-            for (int k = 0; k < len && n < b->max_batch; k++) {
+            for (int k = 0; k < len && n < max_batch; k++) {
                 int32_t q = b->active[lo + (start + k) % len];
                 if (b->queues[q].head == NIL) continue;
                 queue_pop(b, q, &out[n++]);

@@ -22,6 +22,9 @@ void pf_batcher_destroy(pf_batcher **b);
  * caller keeps it). */
 pf_status pf_batcher_add(pf_batcher *b, pf_item *item, int64_t now_ns);
 int pf_batcher_count(const pf_batcher *b);
+/* Lowers the largest batch formed from now on to max_batch (never raises
+ * it; any thread); returns the limit now in force. */
+int pf_batcher_limit(pf_batcher *b, int max_batch);
 /* Whether a batch should be formed now: max_batch waiting, or the delay
  * (pf_batcher_deadline) has run out, or eos with anything waiting. */
 bool pf_batcher_ready(const pf_batcher *b, int64_t now_ns, bool eos);

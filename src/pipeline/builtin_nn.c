@@ -77,6 +77,7 @@ typedef struct infer_stage {
     int n_out;
     pf_model_io in_io;
     int64_t fixed_batch;        /* > 0: the model's batch is fixed at this */
+    int64_t memory_cap;         /* per executor, bytes; 0 = none (pf_nn_exec_params) */
     pf_nn_exec *exec[BI_MAX_THREADS];
     int cap[BI_MAX_THREADS];    /* rows per run of that worker's executor */
 } infer_stage;
@@ -116,6 +117,7 @@ static pf_status infer_start(void *user, pf_stage_ctx *ctx)
     xp.device = s->base.device;
     xp.precision = s->precision;
     xp.max_batch = max_batch;
+    xp.memory_cap = (size_t)s->memory_cap;
     pf_nn_exec *x = NULL;
     st = pf_nn_exec_create(s->model, &xp, &x);
     if (st == PF_OK && s->reserve) st = pf_nn_exec_reserve(x);
@@ -217,14 +219,17 @@ static pf_status infer_gather(infer_stage *s, pf_stage_ctx *ctx, pf_item *items,
 }
 
 /* Runs the executor over `rows` rows of `in` into outs[] in runs of at most
- * `cap` rows (views along the batch dim; all contiguous). */
-static pf_status infer_run(infer_stage *s, pf_stage_ctx *ctx, pf_nn_exec *x, int cap,
+ * *cap rows (views along the batch dim; all contiguous). Out of memory at
+ * more than one row (planning a batch size, or running it) halves *cap and
+ * tells the batcher, instead of failing the item: the run goes on in
+ * smaller batches (logged, counted in the stage's stats). */
+static pf_status infer_run(infer_stage *s, pf_stage_ctx *ctx, pf_nn_exec *x, int *cap,
                            const pf_item *it, const pf_tensor *in, pf_tensor *outs, int64_t rows)
 {
     pf_tensor ins = {0}, os[PF_NN_MAX_DIMS];
     pf_status st = PF_OK;
-    for (int64_t off = 0; off < rows && st == PF_OK; off += cap) {
-        int64_t k = rows - off < cap ? rows - off : cap;
+    for (int64_t off = 0, k = 0; off < rows && st == PF_OK; off += k) {
+        k = rows - off < *cap ? rows - off : *cap;
         if (s->fixed_batch > 0 && k != s->fixed_batch)
             return bi_item_error(&s->base, it, PF_ERR_INVALID,
                                  "model input '%s' has a fixed batch of %lld; this run has %lld "
@@ -240,13 +245,24 @@ static pf_status infer_run(infer_stage *s, pf_stage_ctx *ctx, pf_nn_exec *x, int
             pf_tensor_unref(&ins);
             for (int o = 0; o < s->n_out; o++) pf_tensor_unref(&os[o]);
         }
+        if (st == PF_ERR_NOMEM && k > 1 && s->fixed_batch <= 0) {
+            int smaller = 1;
+            while (smaller * 2 < k) smaller *= 2;
+            PF_LOGW("nn.infer '%s': out of memory at batch %lld (%s); batches of at most %d "
+                    "from now on", s->base.name, (long long)k, pf_last_error(), smaller);
+            *cap = pf_stage_limit_batch(ctx, smaller);
+            if (*cap > smaller) *cap = smaller;
+            st = PF_OK;
+            k = 0; /* the same rows again, in smaller runs */
+            continue;
+        }
         st = bi_item_failed(&s->base, it, st, "pf_nn_exec_run");
     }
     return st;
 }
 
 /* One group of items whose rows fit one output allocation. */
-static pf_status infer_group(infer_stage *s, pf_stage_ctx *ctx, pf_nn_exec *x, int cap,
+static pf_status infer_group(infer_stage *s, pf_stage_ctx *ctx, pf_nn_exec *x, int *cap,
                              pf_item *items, int n, int64_t rows)
 {
     pf_tensor in = {0}, outs[PF_NN_MAX_DIMS];
@@ -285,6 +301,7 @@ static pf_status infer_process(void *user, pf_stage_ctx *ctx, pf_item *items, in
     if (st == PF_OK && !x)
         st = pf_set_error(PF_ERR_INTERNAL, "nn.infer: worker %d has no executor", ti);
     int cap = st == PF_OK ? s->cap[ti] : 1;
+    const int cap0 = cap;
     /* Items go in groups whose rows fit one run; an item with more rows than
      * a run takes is a group of its own, run in pieces. */
     int i = 0;
@@ -297,9 +314,10 @@ static pf_status infer_process(void *user, pf_stage_ctx *ctx, pf_item *items, in
             rows += r;
             j++;
         }
-        if (st == PF_OK) st = infer_group(s, ctx, x, cap, items + i, j - i, rows);
+        if (st == PF_OK) st = infer_group(s, ctx, x, &cap, items + i, j - i, rows);
         i = j;
     }
+    if (cap != cap0) s->cap[ti] = cap; /* this worker's thread owns its slot */
     bi_unref_items(items, n); /* emitted ones are zeroed already */
     return st;
 }
@@ -323,6 +341,8 @@ pf_status bi_infer_create(bi_args *a, pf_stage_desc *d)
     if (st == PF_OK) st = bi_int(a, "batch", 1, 1, PF_STATS_MAX_BATCH, &batch);
     if (st == PF_OK) st = bi_int(a, "delay_us", 0, 0, 60000000, &delay);
     if (st == PF_OK) st = bi_bool(a, "reserve", false, &s->reserve);
+    if (st == PF_OK)
+        st = bi_int(a, "memory_cap", 0, 0, (int64_t)1 << 50, &s->memory_cap);
     if (st == PF_OK && !path)
         st = bi_error(a, NULL, "missing required parameter 'model' (an .onnx or .tflite file)");
     s->precision = prec == 1 ? PF_NN_FP16 : PF_NN_FP32;

@@ -143,6 +143,8 @@ struct pf_stage {
     /* statistics */
     atomic_uint_fast64_t items_in, items_out, errors, batches, busy_ns, transfers, dropped;
     atomic_uint_fast64_t transfers_p2p; /* of transfers: device to device directly */
+    atomic_int batch_limit;            /* pf_stage_limit_batch's limit; 0 = never lowered */
+    atomic_uint_fast64_t batch_limits; /* times it was lowered */
     atomic_uint_fast64_t batch_hist[PF_STATS_MAX_BATCH + 1];
     pf_histogram *lat;
     _Atomic int64_t t_end;     /* 0 while running */

@@ -86,6 +86,16 @@ bool pl_location_matches(const pf_buffer *buf, pf_mem_domain want, pf_device *wa
 
 pf_stream *pf_stage_stream(pf_stage_ctx *ctx) { return ctx ? ctx->stream : NULL; }
 pf_device *pf_stage_device(pf_stage_ctx *ctx) { return ctx ? ctx->st->dev : NULL; }
+
+int pf_stage_limit_batch(pf_stage_ctx *ctx, int max_batch)
+{
+    if (!ctx) return 0;
+    pf_stage *s = ctx->st;
+    int now = s->batcher ? pf_batcher_limit(s->batcher, max_batch) : 1;
+    int prev = atomic_exchange(&s->batch_limit, now);
+    if (now < prev || prev == 0) atomic_fetch_add(&s->batch_limits, 1);
+    return now;
+}
 int pf_stage_thread_index(pf_stage_ctx *ctx) { return ctx ? ctx->index : -1; }
 
 pf_allocator *pf_stage_allocator(pf_stage_ctx *ctx, pf_mem_domain domain)

@@ -67,6 +67,8 @@ static pf_status snapshot(pf_pipeline *p, pf_pipeline_stats *out)
         ss->is_transfer = s->is_transfer;
         ss->transfers = ld(&s->transfers);
         ss->transfers_p2p = ld(&s->transfers_p2p);
+        ss->batch_limit = atomic_load(&s->batch_limit);
+        ss->batch_limits = ld(&s->batch_limits);
         ss->dropped = ld(&s->dropped);
         out->transfers += ss->transfers;
         out->transfers_p2p += ss->transfers_p2p;
@@ -139,6 +141,9 @@ pf_status pf_pipeline_print_stats(pf_pipeline *p, FILE *f)
                 if (ss->batch_hist[k]) fprintf(f, " %d:%" PRIu64, k, ss->batch_hist[k]);
             fprintf(f, "\n");
         }
+        if (ss->batch_limits)
+            fprintf(f, "%-28s batch lowered to %d (%" PRIu64 " times, out of memory)\n", "",
+                    ss->batch_limit, ss->batch_limits);
         if (ss->is_transfer)
             fprintf(f, "%-28s copies: %" PRIu64 " (%" PRIu64 " device to device peer-to-peer)\n",
                     "", ss->transfers, ss->transfers_p2p);
