@@ -33,3 +33,9 @@ add_test(NAME cli_run_device_over_env
 set_tests_properties(cli_run_device_over_env PROPERTIES LABELS cpu
   PASS_REGULAR_EXPRESSION "^exit status 0\n$")
 endif()
+
+# `pixflow bench model|ops` (issue 18): JSON keys, sweep, plots, profile, usage errors.
+add_test(NAME cli_bench
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/bench_cli.sh $<TARGET_FILE:pixflow_cli>
+                 ${PROJECT_SOURCE_DIR}/node_modules/@mediapipe/selfie_segmentation/selfie_segmentation.tflite)
+set_tests_properties(cli_bench PROPERTIES LABELS cpu SKIP_RETURN_CODE 77 TIMEOUT 300)
