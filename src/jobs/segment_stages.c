@@ -1,4 +1,4 @@
-/* `pixflow segment`: the command's own stages around the built-in ones.
+/* The segment job's own stages around the built-in ones.
  *
  *   reader (CPU source) -> ops.preprocess -> nn.infer -> ops.mask_post
  *     -> compositor (this file; on the device) -> writer (CPU sink)
@@ -31,7 +31,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "segment_job.h"
+#include "jobs/segment_impl.h"
 
 /* Latency gate ------------------------------------------------------------------------------ */
 
@@ -363,9 +363,9 @@ static pf_status open_writer(seg_job *job, const char *path, const pf_frame *f, 
             S_ISREG(in_sb.st_mode))
             wp.copy_streams_from = job->inputs[0];
         else
-            seg_error(job, "%s is %s: its audio and other streams are not copied (it "
-                      "cannot be read twice)", job->input_label,
-                      pf_io_is_live(job->inputs[0]) ? "a live stream" : "a pipe");
+            jobs_say(job->sink, PF_LOG_WARN, "%s is %s: its audio and other streams are not "
+                     "copied (it cannot be read twice)", job->input_label,
+                     pf_io_is_live(job->inputs[0]) ? "a live stream" : "a pipe");
     }
     if (f->format == PF_PIXFMT_GRAY8) {
         /* A mask: no colour of the input's to keep. */

@@ -1,11 +1,7 @@
-/* Inputs of `pixflow reproject` (see reproject_inputs.h). */
+/* Inputs of the reproject job (see reproject_inputs.h). */
 #define _POSIX_C_SOURCE 200809L
 
-#include "cli.h"
-#include "reproject_inputs.h"
-#include "reproject_opts.h"
-
-#include "input_kind.h"
+#include "jobs/reproject_run.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -62,13 +58,13 @@ static bool add(rp_inputs *in, const char *path, rp_input_kind kind, bool once)
 }
 
 /* A file named on the command line (or by a glob or the list): an image
- * when its first bytes or its name say so, else a video (input_kind.h). A
+ * when its first bytes or its name say so, else a video (jobs_input_classify). A
  * missing one is an image: reported with its name when read. */
 static bool add_file(rp_inputs *in, const char *path)
 {
     bool once = false;
-    cli_input_kind k = cli_input_classify(path, &once);
-    return add(in, path, k == CLI_INPUT_VIDEO ? RP_INPUT_VIDEO : RP_INPUT_IMAGE, once);
+    jobs_input_kind k = jobs_input_classify(path, &once);
+    return add(in, path, k == JOBS_INPUT_VIDEO ? RP_INPUT_VIDEO : RP_INPUT_IMAGE, once);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -81,7 +77,7 @@ static bool add_dir(rp_inputs *in, const char *dir)
 {
     DIR *d = opendir(dir);
     if (!d) {
-        fprintf(stderr, "pixflow reproject: %s: cannot list the directory: %s\n", dir,
+        rp_report(in->sink, "%s: cannot list the directory: %s", dir,
                 strerror(errno));
         in->expand_failures++;
         return true;
@@ -127,8 +123,8 @@ static bool add_dir(rp_inputs *in, const char *dir)
     }
     free(names);
     if (ok && n == 0) {
-        fprintf(stderr, "pixflow reproject: %s: no .jpg, .jpeg, .png or video files in the "
-                        "directory\n", dir);
+        rp_report(in->sink, "%s: no .jpg, .jpeg, .png or video files in the "
+                        "directory", dir);
         in->expand_failures++;
     }
     return ok;
@@ -140,13 +136,13 @@ static bool add_glob(rp_inputs *in, const char *pattern)
     memset(&g, 0, sizeof g);
     int rc = glob(pattern, 0, NULL, &g);
     if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
-        fprintf(stderr, "pixflow reproject: %s: no file matches\n", pattern);
+        rp_report(in->sink, "%s: no file matches", pattern);
         in->expand_failures++;
         globfree(&g);
         return true;
     }
     if (rc != 0) {
-        fprintf(stderr, "pixflow reproject: %s: %s\n", pattern,
+        rp_report(in->sink, "%s: %s", pattern,
                 rc == GLOB_NOSPACE ? "out of memory" : "cannot read a directory of the pattern");
         in->expand_failures++;
         globfree(&g);
@@ -164,9 +160,9 @@ static bool add_glob(rp_inputs *in, const char *pattern)
 
 static bool add_arg(rp_inputs *in, const char *arg)
 {
-    cli_input_kind k = cli_input_classify(arg, NULL);
-    if (k == CLI_INPUT_DIR) return add_dir(in, arg);
-    if (k == CLI_INPUT_MISSING && strpbrk(arg, "*?[")) return add_glob(in, arg);
+    jobs_input_kind k = jobs_input_classify(arg, NULL);
+    if (k == JOBS_INPUT_DIR) return add_dir(in, arg);
+    if (k == JOBS_INPUT_MISSING && strpbrk(arg, "*?[")) return add_glob(in, arg);
     return add_file(in, arg);
 }
 
@@ -174,7 +170,7 @@ static bool add_list(rp_inputs *in, const char *list_path)
 {
     FILE *f = fopen(list_path, "r");
     if (!f) {
-        fprintf(stderr, "pixflow reproject: %s: cannot open the list: %s\n", list_path,
+        rp_report(in->sink, "%s: cannot open the list: %s", list_path,
                 strerror(errno));
         return false;
     }
@@ -187,7 +183,7 @@ static bool add_list(rp_inputs *in, const char *list_path)
         if (len > 0) ok = add_arg(in, line);
     }
     if (ok && ferror(f)) {
-        fprintf(stderr, "pixflow reproject: %s: read error\n", list_path);
+        rp_report(in->sink, "%s: read error", list_path);
         ok = false;
     }
     free(line);
@@ -196,7 +192,7 @@ static bool add_list(rp_inputs *in, const char *list_path)
 }
 
 /* Inputs whose outputs would overwrite an earlier input's point at it
- * (the same check as segment's: cli_find_same on the names). */
+ * (the same check as segment's: jobs_find_same on the names). */
 static bool mark_same_names(rp_inputs *in)
 {
     if (in->count < 2) return true;
@@ -205,7 +201,7 @@ static bool mark_same_names(rp_inputs *in)
     bool ok = stems && first;
     for (int i = 0; ok && i < in->count; i++)
         ok = (stems[i] = strndup(in->items[i].stem, in->items[i].stem_len)) != NULL;
-    if (ok) ok = cli_find_same((const char *const *)stems, in->count, first);
+    if (ok) ok = jobs_find_same((const char *const *)stems, in->count, first);
     for (int i = 0; ok && i < in->count; i++) in->items[i].same_names_as = first[i];
     for (int i = 0; stems && i < in->count; i++) free(stems[i]);
     free(stems);
@@ -216,20 +212,20 @@ static bool mark_same_names(rp_inputs *in)
 
 bool rp_check_outputs(const rp_inputs *in, const rp_config *c)
 {
-    cli_file_set set = {0};
+    jobs_file_set set = {0};
     bool ok = true;
-    for (int i = 0; ok && i < in->count; i++) ok = cli_file_set_add(&set, in->items[i].path, i);
-    if (ok && c->list_path) ok = cli_file_set_add(&set, c->list_path, in->count);
-    if (!ok) fprintf(stderr, "pixflow reproject: out of memory\n");
+    for (int i = 0; ok && i < in->count; i++) ok = jobs_file_set_add(&set, in->items[i].path, i);
+    if (ok && c->list_path) ok = jobs_file_set_add(&set, c->list_path, in->count);
+    if (!ok) rp_report(c->sink, "out of memory");
     if (ok && c->trace_path) {
-        int t = cli_file_set_find(&set, c->trace_path);
+        int t = jobs_file_set_find(&set, c->trace_path);
         if (t >= 0) {
-            fprintf(stderr, "pixflow reproject: --trace %s is the input %s (the same file): "
-                            "writing it would destroy the input\n", c->trace_path,
+            rp_report(c->sink, "--trace %s is the input %s (the same file): "
+                            "writing it would destroy the input", c->trace_path,
                     t < in->count ? in->items[t].path : c->list_path);
             ok = false;
         }
-        if (ok) ok = cli_output_may_write("reproject", c->trace_path);
+        if (ok) ok = jobs_may_write(c->sink, c->no_overwrite, c->trace_path);
     }
     /* Every image's files, and a video's first frame's (later frames are
      * named alike; -n is enforced again when each file is renamed into place). */
@@ -241,29 +237,31 @@ bool rp_check_outputs(const rp_inputs *in, const rp_config *c)
             if (!rp_output_path(path, sizeof path, c->out_dir, it,
                                 it->kind == RP_INPUT_VIDEO ? 0 : -1, c->suffix[v], c->ext))
                 continue; /* reported by the run */
-            int t = cli_file_set_find(&set, path);
+            int t = jobs_file_set_find(&set, path);
             if (t >= 0) {
-                fprintf(stderr, "pixflow reproject: %s: the output for %s is the input %s (the "
+                rp_report(c->sink, "%s: the output for %s is the input %s (the "
                                 "same file): writing it would destroy the input; choose another "
-                                "-o\n", path, it->path,
+                                "-o", path, it->path,
                         t < in->count ? in->items[t].path : c->list_path);
                 ok = false;
             }
-            if (ok) ok = cli_output_may_write("reproject", path);
+            if (ok) ok = jobs_may_write(c->sink, c->no_overwrite, path);
         }
     }
-    cli_file_set_free(&set);
+    jobs_file_set_free(&set);
     return ok;
 }
 
-bool rp_inputs_expand(rp_inputs *in, const char *const *args, int nargs, const char *list_path)
+bool rp_inputs_expand(rp_inputs *in, const jobs_sink *sink, const char *const *args, int nargs,
+                      const char *list_path)
 {
     memset(in, 0, sizeof *in);
+    in->sink = sink;
     bool ok = true;
     for (int i = 0; ok && i < nargs; i++) ok = add_arg(in, args[i]);
     if (ok && list_path) ok = add_list(in, list_path);
     if (ok) ok = mark_same_names(in);
-    if (!ok && errno == ENOMEM) fprintf(stderr, "pixflow reproject: out of memory\n");
+    if (!ok && errno == ENOMEM) rp_report(in->sink, "out of memory");
     return ok;
 }
 
