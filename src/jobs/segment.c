@@ -111,7 +111,11 @@ static pf_status check_params(const pf_segment_params *p)
     if (p->output_options && !strchr(p->output_options, '='))
         return pf_set_error(PF_ERR_INVALID, "output_options '%s': expected key=value[:key=value...]",
                             p->output_options);
-    const char *bg = p->background;
+    return seg_check_background(p->background);
+}
+
+pf_status seg_check_background(const char *bg)
+{
     if (bg && bg[0] == '#') {
         bool ok = strlen(bg) == 7;
         for (int c = 1; ok && c < 7; c++) ok = hexval(bg[c]) >= 0;
@@ -124,7 +128,7 @@ static pf_status check_params(const pf_segment_params *p)
 }
 
 /* blur | none | #RRGGBB (checked) | an image file (read here: reported). */
-static pf_status load_background(seg_job *job, const char *v)
+pf_status seg_load_background(seg_job *job, const char *v)
 {
     if (!v || !strcmp(v, "blur")) {
         job->bg = SEG_BG_BLUR;
@@ -195,8 +199,7 @@ static bool check_mask_output(seg_job *job, const pf_model *m)
     return false;
 }
 
-/* The model's input geometry (for ops.preprocess). */
-static bool read_model(seg_job *job)
+bool seg_read_model(seg_job *job)
 {
     pf_model *m = NULL;
     if (pf_model_load(job->model, &m) != PF_OK) {
@@ -453,7 +456,7 @@ static pf_status seg_wait(pf_job *j, int64_t timeout_us)
         failed = true;
     }
     r->status = interrupted ? PF_JOB_INTERRUPTED : failed ? PF_JOB_FAILED : PF_JOB_DONE;
-    if (!failed) return PF_OK;
+    if (interrupted || !failed) return PF_OK;
     return pf_set_error(st != PF_OK && !interrupted ? st : PF_ERR_IO, "%s",
                         st != PF_OK ? err : "an output failed (reported)");
 }
@@ -516,7 +519,7 @@ static pf_status prepare(seg_task *t, const pf_segment_params *p)
     pf_status st;
     if (seg_multi_wanted(p->inputs, p->num_inputs)) {
         /* Several inputs, one pipeline (segment_multi.c). */
-        if (!seg_find_model(job, p->model) || !read_model(job)) return PF_ERR_FORMAT;
+        if (!seg_find_model(job, p->model) || !seg_read_model(job)) return PF_ERR_FORMAT;
         st = seg_multi_plan(job, p->inputs, p->num_inputs, p->output, p->mask_out, t->trace,
                             job->realtime);
         if (st != PF_OK) return st;
@@ -532,7 +535,7 @@ static pf_status prepare(seg_task *t, const pf_segment_params *p)
                                             : -1;
         return PF_OK;
     }
-    if (!seg_find_model(job, p->model) || !read_model(job)) return PF_ERR_FORMAT;
+    if (!seg_find_model(job, p->model) || !seg_read_model(job)) return PF_ERR_FORMAT;
     if (!seg_collect_inputs(job, p->inputs, p->num_inputs)) return PF_ERR_IO;
     if (!seg_plan_outputs(job, p->output, p->mask_out)) return PF_ERR_IO;
     if (!seg_check_outputs(job, t->trace)) return PF_ERR_IO;
@@ -571,7 +574,7 @@ pf_status pf_segment_start(const pf_segment_params *p, pf_job **out)
     t->trace = p->trace ? strdup(p->trace) : NULL;
     const char *bg = p->background;
     if (job->alpha && !bg) bg = "none";
-    st = load_background(job, bg);
+    st = seg_load_background(job, bg);
     if (st == PF_OK && job->bg == SEG_BG_IMAGE) job->bg_path = keep(t, 3, bg);
     job->dev = p->device;
     if (st == PF_OK && !job->dev && (st = pf_device_select(NULL, &job->dev)) != PF_OK)

@@ -98,6 +98,21 @@ struct seg_job {
  * into job->model. Reports the error; false on failure. */
 bool seg_find_model(seg_job *job, const char *arg);
 
+/* Loads job->model for its input geometry (job->model_w/h, model_nhwc) and
+ * checks that it is a person segmenter (one image input, one one-channel
+ * mask output). Reports the error; false on failure. */
+bool seg_read_model(seg_job *job);
+
+/* The background spec: NULL/"blur", "none", "#RRGGBB" or an image file.
+ * check: PF_ERR_INVALID for a bad colour or an empty spec (not reported);
+ * load: fills job->bg/color/bg_image (an image that cannot be read is
+ * reported and its status returned). */
+pf_status seg_check_background(const char *spec);
+pf_status seg_load_background(seg_job *job, const char *spec);
+/* The compositor's background for the job's settings (the image, if any,
+ * still to be set where the compositor runs). */
+void seg_background(const seg_job *job, pf_background *bg);
+
 /* Fills job->kind and job->inputs from the positional arguments: "-" (Y4M on
  * stdin), a video file, an image, a directory of images or a glob. Opens the
  * video reader. Reports the error naming the file; false on failure. */
@@ -165,6 +180,11 @@ void seg_error(seg_job *job, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* f32 [..., H, W] in [0, 1] (host, contiguous) -> GRAY8 H x W, rounded and
+ * clamped (NaN -> 0); *gray is (re)allocated on the host when its size
+ * differs. PF_ERR_INVALID for another tensor. */
+pf_status seg_mask_to_gray(const pf_tensor *t, pf_frame *gray);
 
 /* Stages (segment_stages.c) ----------------------------------------------------------------- */
 

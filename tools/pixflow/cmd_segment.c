@@ -410,7 +410,7 @@ static int run_job(const pf_segment_params *sp, bool quiet, bool json, bool stat
              : failed || r.failed > 0 || r.streams_failed > 0 ? CLI_EXIT_FAIL
                                                               : CLI_EXIT_OK;
     pf_job_destroy(&job); /* writes the trace */
-    if (sp->trace && !failed && !json && !quiet)
+    if (sp->trace && r.status == PF_JOB_DONE && !json && !quiet)
         fprintf(stderr, "pixflow segment: trace written to %s\n", sp->trace);
     return rc;
 }
