@@ -200,47 +200,24 @@ static void fill_result(pf_job *j, const rp_task *t)
     rp_run_get_stats(t->run, &s);
     pf_job_result *r = &j->result;
     pf_reproject_result *x = &r->reproject;
+    *x = s.x;
+    x->output_dir = t->cfg.out_dir;
+    x->views_per_image = t->cfg.num_outputs;
+    x->format = t->cfg.format;
+    x->quality = t->cfg.quality;
+    x->expand_failures = (uint64_t)t->in.expand_failures;
     const pf_device_props *dp = pf_device_props_get(t->dev);
     r->input = t->in.count == 1 ? t->in.items[0].path : "images";
     r->output = t->cfg.out_dir;
     r->device = pf_device_spec(t->dev);
     r->device_name = dp ? dp->name : "";
-    r->frames = (int64_t)s.images_done;
+    r->frames = (int64_t)x->images_done;
     r->images = t->in.count;
-    r->failed = (int64_t)(s.images_failed + (uint64_t)t->in.expand_failures);
+    r->failed = (int64_t)(x->images_failed + x->expand_failures);
     r->elapsed_s = s.elapsed_s;
-    r->fps = s.elapsed_s > 0 ? (double)s.images_done / s.elapsed_s : 0.0;
+    r->fps = s.elapsed_s > 0 ? (double)x->images_done / s.elapsed_s : 0.0;
     r->latency_p50_ms = s.latency_p50_ms;
     r->latency_p99_ms = s.latency_p99_ms;
-    x->output_dir = t->cfg.out_dir;
-    x->views_per_image = t->cfg.num_outputs;
-    x->format = t->cfg.format;
-    x->quality = t->cfg.quality;
-    x->images_done = s.images_done;
-    x->images_failed = s.images_failed;
-    x->expand_failures = (uint64_t)t->in.expand_failures;
-    x->files_written = s.views_written;
-    x->setup_s = s.setup_s;
-    x->latency_mean_ms = s.latency_mean_ms;
-    for (int i = 0; i < RP_STAGE_COUNT; i++) {
-        x->busy_ns[i] = s.busy_ns[i];
-        x->busy_count[i] = s.busy_count[i];
-        x->stage_threads[i] = i == RP_STAGE_READ || i == RP_STAGE_DECODE   ? s.decoders
-                              : i == RP_STAGE_ENCODE || i == RP_STAGE_WRITE ? s.encoders
-                                                                            : 1;
-    }
-    x->ring_wait_ns = s.ring_wait_ns;
-    x->output_wait_ns = s.output_wait_ns;
-    x->encode_idle_ns = s.encode_idle_ns;
-    x->decoders = s.decoders;
-    x->encoders = s.encoders;
-    x->ring = s.ring;
-    x->output_blocks = s.output_blocks;
-    x->inflight = s.inflight;
-    x->host_bytes = s.host_bytes;
-    x->device_bytes = s.device_bytes;
-    x->pinned = s.pinned;
-    x->unpinned_fallbacks = s.unpinned_fallbacks;
 }
 
 static pf_status rp_wait(pf_job *j, int64_t timeout_us)
@@ -267,8 +244,8 @@ static void rp_progress(pf_job *j, pf_job_progress *p)
     rp_task *t = j->impl;
     rp_stats s;
     rp_run_get_stats(t->run, &s);
-    p->done = (int64_t)(s.images_done + s.images_failed);
-    p->failed = (int64_t)s.images_failed;
+    p->done = (int64_t)(s.x.images_done + s.x.images_failed);
+    p->failed = (int64_t)s.x.images_failed;
     p->total = s.images_expected;
     p->elapsed_s = s.elapsed_s;
 }

@@ -1,37 +1,16 @@
 /* Inputs of the reproject job (see reproject_inputs.h). */
 #define _POSIX_C_SOURCE 200809L
 
+#include "io/expand.h"
 #include "jobs/reproject_run.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <glob.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-
-static const char *const video_exts[] = {"mp4", "mkv", "mov", "avi", "webm", "ts", "m4v",
-                                         "y4m", "mpg", "mpeg", "flv", NULL};
-static const char *const image_exts[] = {"jpg", "jpeg", "png", NULL};
-
-static const char *extension(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    const char *dot = strrchr(slash ? slash + 1 : path, '.');
-    return dot && dot[1] ? dot + 1 : NULL;
-}
-
-static bool ext_in(const char *path, const char *const *list)
-{
-    const char *e = extension(path);
-    if (!e) return false;
-    for (int i = 0; list[i]; i++)
-        if (!strcasecmp(e, list[i])) return true;
-    return false;
-}
 
 /* kind: what the path holds (directory entries: by name). */
 static bool add(rp_inputs *in, const char *path, rp_input_kind kind, bool once)
@@ -67,102 +46,44 @@ static bool add_file(rp_inputs *in, const char *path)
     return add(in, path, k == JOBS_INPUT_VIDEO ? RP_INPUT_VIDEO : RP_INPUT_IMAGE, once);
 }
 
-static int cmp_str(const void *a, const void *b)
+/* A directory's image and video files (sorted; kind by name) or a glob's
+ * files (kind by content), through io/expand.h. An argument that names
+ * nothing is reported and counted; false only when out of memory. */
+static bool add_expanded(rp_inputs *in, const char *arg)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The directory's image and video files, sorted by name. */
-static bool add_dir(rp_inputs *in, const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) {
-        rp_report(in->sink, "%s: cannot list the directory: %s", dir,
-                strerror(errno));
-        in->expand_failures++;
-        return true;
-    }
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    bool ok = true;
-    struct dirent *e;
-    while (ok && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.') continue;
-        if (!ext_in(e->d_name, image_exts) && !ext_in(e->d_name, video_exts)) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 256;
-            char **nn = realloc(names, cap * sizeof *nn);
-            if (!nn) {
-                ok = false;
-                break;
-            }
-            names = nn;
-        }
-        size_t len = strlen(dir) + strlen(e->d_name) + 2;
-        names[n] = malloc(len);
-        if (!names[n]) {
-            ok = false;
-            break;
-        }
-        bool slash = dir[0] && dir[strlen(dir) - 1] == '/';
-        snprintf(names[n], len, "%s%s%s", dir, slash ? "" : "/", e->d_name);
-        n++;
-    }
-    closedir(d);
-    if (ok) qsort(names, n, sizeof *names, cmp_str);
-    for (size_t i = 0; i < n; i++) {
-        struct stat st;
-        /* Subdirectories named like images are not inputs. */
-        if (ok && stat(names[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-            free(names[i]);
-            continue;
-        }
-        if (ok) ok = add(in, names[i], ext_in(names[i], video_exts) ? RP_INPUT_VIDEO : RP_INPUT_IMAGE,
-                         false);
-        free(names[i]);
-    }
-    free(names);
-    if (ok && n == 0) {
-        rp_report(in->sink, "%s: no .jpg, .jpeg, .png or video files in the "
-                        "directory", dir);
+    pf_path_list l = {0};
+    pf_expand_what what;
+    pf_status st = pf_expand_input(arg, PF_EXPAND_IMAGES | PF_EXPAND_VIDEOS, &l, &what);
+    int err = errno;
+    bool ok = st != PF_ERR_NOMEM;
+    if (st != PF_OK || l.count == 0) {
+        if (what == PF_EXPAND_DIR && st != PF_OK)
+            rp_report(in->sink, "%s: cannot list the directory: %s", arg, strerror(err));
+        else if (what == PF_EXPAND_DIR)
+            rp_report(in->sink, "%s: no .jpg, .jpeg, .png or video files in the directory", arg);
+        else if (st != PF_OK)
+            rp_report(in->sink, "%s: %s", arg,
+                      st == PF_ERR_NOMEM ? "out of memory" : "cannot read a directory of the pattern");
+        else
+            rp_report(in->sink, "%s: no file matches", arg);
         in->expand_failures++;
     }
-    return ok;
-}
-
-static bool add_glob(rp_inputs *in, const char *pattern)
-{
-    glob_t g;
-    memset(&g, 0, sizeof g);
-    int rc = glob(pattern, 0, NULL, &g);
-    if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
-        rp_report(in->sink, "%s: no file matches", pattern);
-        in->expand_failures++;
-        globfree(&g);
-        return true;
-    }
-    if (rc != 0) {
-        rp_report(in->sink, "%s: %s", pattern,
-                rc == GLOB_NOSPACE ? "out of memory" : "cannot read a directory of the pattern");
-        in->expand_failures++;
-        globfree(&g);
-        return rc != GLOB_NOSPACE;
-    }
-    bool ok = true;
-    for (size_t i = 0; ok && i < g.gl_pathc; i++) {
-        struct stat st;
-        if (stat(g.gl_pathv[i], &st) == 0 && S_ISDIR(st.st_mode)) continue;
-        ok = add_file(in, g.gl_pathv[i]);
-    }
-    globfree(&g);
+    for (int i = 0; ok && st == PF_OK && i < l.count; i++)
+        ok = what == PF_EXPAND_DIR
+                 ? add(in, l.paths[i],
+                       pf_expand_has_ext(l.paths[i], PF_EXPAND_VIDEOS) ? RP_INPUT_VIDEO
+                                                                       : RP_INPUT_IMAGE,
+                       false)
+                 : add_file(in, l.paths[i]);
+    pf_path_list_free(&l);
     return ok;
 }
 
 static bool add_arg(rp_inputs *in, const char *arg)
 {
     jobs_input_kind k = jobs_input_classify(arg, NULL);
-    if (k == JOBS_INPUT_DIR) return add_dir(in, arg);
-    if (k == JOBS_INPUT_MISSING && strpbrk(arg, "*?[")) return add_glob(in, arg);
+    if (k == JOBS_INPUT_DIR || (k == JOBS_INPUT_MISSING && strpbrk(arg, "*?[")))
+        return add_expanded(in, arg);
     return add_file(in, arg);
 }
 

@@ -616,31 +616,35 @@ void rp_run_get_stats(rp_run *r, rp_stats *s)
     memset(s, 0, sizeof *s);
     int64_t end = r->finished && r->t_end ? r->t_end : pf_time_ns();
     s->elapsed_s = r->started ? (double)(end - r->t0) * 1e-9 : 0.0;
-    s->setup_s = (double)r->setup_ns * 1e-9;
-    s->images_done = atomic_load(&r->images_done);
-    s->images_failed = atomic_load(&r->images_failed);
+    s->x.setup_s = (double)r->setup_ns * 1e-9;
+    s->x.images_done = atomic_load(&r->images_done);
+    s->x.images_failed = atomic_load(&r->images_failed);
     s->images_expected = atomic_load(&r->expected_unknown) ? -1 : atomic_load(&r->expected);
-    s->views_written = atomic_load(&r->views_written);
+    s->x.files_written = atomic_load(&r->views_written);
     s->latency_p50_ms = pf_histogram_quantile(r->latency, 0.5) * 1e-6;
     s->latency_p99_ms = pf_histogram_quantile(r->latency, 0.99) * 1e-6;
-    s->latency_mean_ms = pf_histogram_mean(r->latency) * 1e-6;
+    s->x.latency_mean_ms = pf_histogram_mean(r->latency) * 1e-6;
     for (int i = 0; i < RP_STAGE_COUNT; i++) {
-        s->busy_ns[i] = atomic_load(&r->busy_ns[i]);
-        s->busy_count[i] = atomic_load(&r->busy_count[i]);
+        s->x.busy_ns[i] = atomic_load(&r->busy_ns[i]);
+        s->x.busy_count[i] = atomic_load(&r->busy_count[i]);
     }
-    s->ring_wait_ns = atomic_load(&r->ring_wait_ns);
-    s->output_wait_ns = atomic_load(&r->output_wait_ns);
-    s->encode_idle_ns = atomic_load(&r->encode_idle_ns);
-    s->decoders = r->decoders;
-    s->encoders = r->encoders;
-    s->ring = r->ring;
-    s->output_blocks = r->out_blocks;
-    s->inflight = r->inflight;
-    s->host_bytes = r->ring_block * (size_t)r->ring + r->out_block * (size_t)r->out_blocks;
-    s->device_bytes = r->device_bytes;
+    s->x.ring_wait_ns = atomic_load(&r->ring_wait_ns);
+    s->x.output_wait_ns = atomic_load(&r->output_wait_ns);
+    s->x.encode_idle_ns = atomic_load(&r->encode_idle_ns);
+    s->x.decoders = r->decoders;
+    s->x.encoders = r->encoders;
+    s->x.ring = r->ring;
+    s->x.output_blocks = r->out_blocks;
+    s->x.inflight = r->inflight;
+    for (int i = 0; i < RP_STAGE_COUNT; i++)
+        s->x.stage_threads[i] = i == RP_STAGE_READ || i == RP_STAGE_DECODE     ? r->decoders
+                                : i == RP_STAGE_ENCODE || i == RP_STAGE_WRITE ? r->encoders
+                                                                              : 1;
+    s->x.host_bytes = r->ring_block * (size_t)r->ring + r->out_block * (size_t)r->out_blocks;
+    s->x.device_bytes = r->device_bytes;
     pf_pinned_pool_stats ps;
-    s->pinned = r->ring_pool && pf_pinned_pool_get_stats(r->ring_pool, &ps) == PF_OK && ps.pinned;
-    s->unpinned_fallbacks = atomic_load(&r->unpinned);
+    s->x.pinned = r->ring_pool && pf_pinned_pool_get_stats(r->ring_pool, &ps) == PF_OK && ps.pinned;
+    s->x.unpinned_fallbacks = atomic_load(&r->unpinned);
 }
 
 void rp_run_destroy(rp_run **rp)

@@ -66,24 +66,14 @@ typedef struct rp_config {
 
 #include "jobs/reproject_inputs.h"
 
+/* The run's figures: the job result's own (x: counts, stage times, waits,
+ * sizes; its output_dir/format/quality/expand_failures are the job's to
+ * fill) and those pf_job_result holds for every job. */
 typedef struct rp_stats {
     double elapsed_s;            /* from the start of the stages to the last file */
-    double setup_s;              /* before: pools (pinning), device buffers, threads */
-    uint64_t images_done;        /* input frames all of whose views were written */
-    uint64_t images_failed;      /* input frames (or inputs) that failed */
     int64_t images_expected;     /* done + failed at the end; -1 while unknown */
-    uint64_t views_written;
-    double latency_p50_ms, latency_p99_ms, latency_mean_ms; /* read start -> last file */
-    int64_t busy_ns[RP_STAGE_COUNT];
-    uint64_t busy_count[RP_STAGE_COUNT];
-    int64_t ring_wait_ns;        /* decoders waiting for a free ring frame */
-    int64_t output_wait_ns;      /* compute waiting for a free output block */
-    int64_t encode_idle_ns;      /* encoders waiting for work */
-    int decoders, encoders, ring, output_blocks, inflight;
-    size_t host_bytes;           /* ring + output blocks */
-    size_t device_bytes;         /* device slots (CUDA) */
-    bool pinned;                 /* ring and output blocks page-locked */
-    uint64_t unpinned_fallbacks; /* frames bigger than a ring block, decoded on the heap */
+    double latency_p50_ms, latency_p99_ms; /* read start -> last file */
+    pf_reproject_result x;
 } rp_stats;
 
 typedef struct rp_run rp_run;

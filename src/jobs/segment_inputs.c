@@ -9,9 +9,7 @@
  * containers through FFmpeg when the build has it), whose errors name it. */
 #define _POSIX_C_SOURCE 200809L
 
-#include <dirent.h>
 #include <errno.h>
-#include <glob.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -19,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/expand.h"
 #include "jobs/segment_impl.h"
 
 void seg_error(seg_job *job, const char *fmt, ...)
@@ -29,12 +28,6 @@ void seg_error(seg_job *job, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     jobs_say(job ? job->sink : NULL, PF_LOG_ERROR, "%s", msg);
-}
-
-static bool is_file(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
 static bool is_dir(const char *path)
@@ -65,56 +58,28 @@ static bool add_input(seg_job *job, const char *path)
     return true;
 }
 
-static int cmp_str(const void *a, const void *b)
+/* A directory's images or a glob's files (io/expand.h), in order. */
+static bool add_expanded(seg_job *job, const char *arg)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static bool add_dir(seg_job *job, const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) {
-        seg_error(job, "%s: cannot open directory: %s", dir, strerror(errno));
-        return false;
-    }
-    int first = job->num_inputs;
-    bool ok = true;
-    for (struct dirent *e; ok && (e = readdir(d));) {
-        if (e->d_name[0] == '.' || !jobs_image_name(e->d_name)) continue;
-        char path[SEG_PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (is_file(path)) ok = add_input(job, path);
-    }
-    closedir(d);
-    if (!ok) {
-        seg_error(job, "out of memory listing %s", dir);
-        return false;
-    }
-    qsort(job->inputs + first, (size_t)(job->num_inputs - first), sizeof *job->inputs, cmp_str);
-    if (job->num_inputs == first) {
-        seg_error(job, "%s: no .png or .jpg images in this directory", dir);
-        return false;
-    }
-    return true;
-}
-
-static bool add_glob(seg_job *job, const char *pattern)
-{
-    glob_t g;
-    int rc = glob(pattern, 0, NULL, &g);
-    if (rc == GLOB_NOMATCH) {
-        seg_error(job, "%s: no file matches this pattern", pattern);
-        return false;
-    }
-    if (rc != 0) {
-        seg_error(job, "%s: cannot expand this pattern", pattern);
-        return false;
-    }
-    bool ok = true;
-    for (size_t i = 0; i < g.gl_pathc && ok; i++)
-        if (is_file(g.gl_pathv[i])) ok = add_input(job, g.gl_pathv[i]);
-    globfree(&g);
-    if (!ok) seg_error(job, "out of memory expanding %s", pattern);
+    pf_path_list l = {0};
+    pf_expand_what what;
+    pf_status st = pf_expand_input(arg, PF_EXPAND_IMAGES, &l, &what);
+    int err = errno;
+    bool ok = st == PF_OK;
+    if (st == PF_ERR_NOMEM)
+        seg_error(job, "out of memory %s %s", what == PF_EXPAND_DIR ? "listing" : "expanding", arg);
+    else if (!ok && what == PF_EXPAND_DIR)
+        seg_error(job, "%s: cannot open directory: %s", arg, strerror(err));
+    else if (!ok)
+        seg_error(job, "%s: cannot expand this pattern", arg);
+    else if (l.count == 0 && what == PF_EXPAND_DIR)
+        seg_error(job, "%s: no .png or .jpg images in this directory", arg);
+    else if (l.count == 0)
+        seg_error(job, "%s: no file matches this pattern", arg);
+    ok = ok && l.count > 0;
+    for (int i = 0; ok && i < l.count; i++) ok = add_input(job, l.paths[i]);
+    if (ok != (st == PF_OK && l.count > 0)) seg_error(job, "out of memory listing %s", arg);
+    pf_path_list_free(&l);
     return ok;
 }
 
@@ -173,10 +138,8 @@ bool seg_collect_inputs(seg_job *job, const char *const *args, int n)
             return seg_open_video(job, a);
         }
         bool ok;
-        if (kind == JOBS_INPUT_DIR)
-            ok = add_dir(job, a);
-        else if (kind == JOBS_INPUT_MISSING && strpbrk(a, "*?["))
-            ok = add_glob(job, a);
+        if (kind == JOBS_INPUT_DIR || (kind == JOBS_INPUT_MISSING && strpbrk(a, "*?[")))
+            ok = add_expanded(job, a);
         else if (kind == JOBS_INPUT_MISSING) {
             seg_error(job, "%s: %s", a, strerror(err ? err : ENOENT));
             ok = false;
