@@ -148,8 +148,7 @@ fail:;
 
 static bool on_device(const pf_frame *f)
 {
-    pf_mem_domain d = pf_buffer_domain(f->buf[0]);
-    return d == PF_MEM_DEVICE;
+    return pf_frame_domain(f) == PF_MEM_DEVICE;
 }
 
 /* The model's mask of `src` as f32 [1, 1, h, w] in `mask` (the executor's
