@@ -90,7 +90,8 @@ static pf_status add_dir(const char *dir, unsigned exts, pf_path_list *out)
         errno = ENOMEM;
         return PF_ERR_NOMEM;
     }
-    qsort(out->paths + first, (size_t)(out->count - first), sizeof *out->paths, cmp_str);
+    if (out->count > first) /* paths may still be NULL */
+        qsort(out->paths + first, (size_t)(out->count - first), sizeof *out->paths, cmp_str);
     return PF_OK;
 }
 
