@@ -93,7 +93,8 @@ PF_API const char *pf_job_status_name(pf_job_status s);
 typedef struct pf_job_progress {
     int64_t done;            /* frames (segment) or input images/frames (reproject) finished */
     int64_t failed;          /* of those, failed (images that could not be read or written) */
-    int64_t total;           /* expected at the end; <= 0 while unknown (live input) */
+    int64_t total;           /* expected at the end; -1 while unknown (a live input, a
+                                video without a frame count) */
     double elapsed_s;        /* since the start */
 } pf_job_progress;
 

@@ -599,6 +599,7 @@ pf_status pf_segment_start(const pf_segment_params *p, pf_job **out)
         return pf_set_error(st, "%s", keep_err);
     }
     t->total = expected_frames(job);
+    if (t->total <= 0) t->total = -1; /* unknown: a live input, no frame count */
     t->t0_ns = pf_time_ns();
     /* A start that fails is the run's failure: pf_job_wait reports it and
      * the result says so, as for an error while running. */
