@@ -14,5 +14,6 @@
 #include "io.h"
 #include "pipeline.h"
 #include "prof.h"
+#include "jobs.h"
 
 #endif

@@ -10,14 +10,13 @@
  * GPU): decoders and encoders run on the CPU, and the runtime moves frames
  * to and from device stages. Sinks write on one thread in arrival order
  * (video) or on any number of threads (images). */
-#include <dirent.h>
 #include <math.h>
-#include <glob.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../core/error.h"
+#include "../io/expand.h"
 #include "../io/io_impl.h"
 #include "builtin_io.h"
 #include "frame_pool.h"
@@ -215,22 +214,6 @@ static void isrc_free(bi_stage *b)
     pf_mutex_destroy(&s->lock);
 }
 
-static bool image_name(const char *n)
-{
-    size_t l = strlen(n);
-    const char *exts[] = {".png", ".jpg", ".jpeg", ".PNG", ".JPG", ".JPEG"};
-    for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
-        size_t e = strlen(exts[i]);
-        if (l > e && strcmp(n + l - e, exts[i]) == 0) return true;
-    }
-    return false;
-}
-
-static int cmp_str(const void *x, const void *y)
-{
-    return strcmp(*(char *const *)x, *(char *const *)y);
-}
-
 static bool add_file(isrc *s, const char *path)
 {
     char **nf = realloc(s->files, sizeof *nf * (size_t)(s->num_files + 1));
@@ -240,44 +223,23 @@ static bool add_file(isrc *s, const char *path)
     return s->files[s->num_files++] != NULL;
 }
 
-/* One entry of `path`: a directory (its images, sorted), a glob pattern, or a file. */
+/* One entry of `path`: a directory (its images, sorted), a glob pattern, or
+ * a file (io/expand.h). */
 static pf_status add_entry(isrc *s, bi_args *a, const char *entry)
 {
-    DIR *dir = opendir(entry);
-    if (dir) {
-        int first = s->num_files;
-        struct dirent *de;
-        bool ok = true;
-        while (ok && (de = readdir(dir)) != NULL) {
-            if (!image_name(de->d_name)) continue;
-            char full[4096];
-            snprintf(full, sizeof full, "%s/%s", entry, de->d_name);
-            ok = add_file(s, full);
-        }
-        closedir(dir);
-        if (!ok) return pf_set_error(PF_ERR_NOMEM, "io.image_source: out of host memory");
-        qsort(s->files + first, (size_t)(s->num_files - first), sizeof *s->files, cmp_str);
-        if (s->num_files == first)
-            return bi_error(a, "path", "path: directory '%s' has no .png/.jpg/.jpeg files", entry);
-        return PF_OK;
-    }
-    if (strpbrk(entry, "*?[")) {
-        glob_t g;
-        int rc = glob(entry, 0, NULL, &g);
-        if (rc != 0) {
-            if (rc != GLOB_NOMATCH) globfree(&g);
-            return bi_error(a, "path", "path: no file matches '%s'", entry);
-        }
-        for (size_t i = 0; i < g.gl_pathc; i++)
-            if (!add_file(s, g.gl_pathv[i])) {
-                globfree(&g);
-                return pf_set_error(PF_ERR_NOMEM, "io.image_source: out of host memory");
-            }
-        globfree(&g);
-        return PF_OK;
-    }
-    if (!add_file(s, entry)) return pf_set_error(PF_ERR_NOMEM, "io.image_source: out of host memory");
-    return PF_OK;
+    pf_path_list l = {0};
+    pf_expand_what what;
+    pf_status st = pf_expand_input(entry, PF_EXPAND_IMAGES, &l, &what);
+    for (int i = 0; st == PF_OK && i < l.count; i++)
+        if (!add_file(s, l.paths[i])) st = PF_ERR_NOMEM;
+    int n = l.count;
+    pf_path_list_free(&l);
+    if (st == PF_ERR_NOMEM) return pf_set_error(PF_ERR_NOMEM, "io.image_source: out of host memory");
+    if (what == PF_EXPAND_DIR && (st != PF_OK || n == 0))
+        return bi_error(a, "path", "path: directory '%s' has no .png/.jpg/.jpeg files", entry);
+    if (what == PF_EXPAND_GLOB && (st != PF_OK || n == 0))
+        return bi_error(a, "path", "path: no file matches '%s'", entry);
+    return st;
 }
 
 static pf_status isrc_generate(void *user, pf_stage_ctx *ctx, pf_item *out)

@@ -141,35 +141,4 @@ bool cli_overwrite_setup(const char *cmd, const cli_option *opts, const cli_args
  * exists ("-" and special files such as /dev/null are always writable). */
 bool cli_output_may_write(const char *cmd, const char *path);
 
-/* A set of existing files by device and inode, to refuse an output that is an
- * input whatever its spelling (hard links, symlinks, ./a vs a). */
-typedef struct cli_file_id {
-    unsigned long long dev, ino;
-    int tag;               /* the caller's index of the file */
-} cli_file_id;
-
-typedef struct cli_file_set {
-    cli_file_id *ids;
-    int count, cap;
-    bool sorted;
-} cli_file_set;
-
-/* Adds `path` with `tag` (skips "-" and paths that do not exist). False on
- * out of memory. */
-bool cli_file_set_add(cli_file_set *s, const char *path, int tag);
-/* The tag of the file `path` names, or -1 (also when it does not exist). */
-int cli_file_set_find(cli_file_set *s, const char *path);
-void cli_file_set_free(cli_file_set *s);
-
-/* The path with its directory resolved (realpath: "./x", "d/../x" and a
- * symlinked directory give one spelling), the file name kept; the path
- * unchanged when its directory does not exist. For comparing outputs that
- * may not exist yet. */
-void cli_canonical_path(const char *path, char *out, size_t size);
-
-/* For each of n keys, first_of[i] = the smallest j < i with the same key
- * (strcmp), else -1. O(n log n). False on out of memory. Used to refuse (or
- * skip) inputs whose outputs would land on the same file. */
-bool cli_find_same(const char *const *keys, int n, int *first_of);
-
 #endif

@@ -411,16 +411,16 @@ static int run_fail(run_state *r, const char *what)
 static bool check_outputs(const run_state *r, const char *outdir, const char *model,
                           const char *const *files, int nfiles)
 {
-    cli_file_set set = {0};
     bool ok = true;
-    for (int k = 0; ok && k < nfiles; k++) ok = cli_file_set_add(&set, files[k], k);
-    if (ok) ok = cli_file_set_add(&set, model, nfiles);
-    if (!ok) fprintf(stderr, "pixflow model run: out of memory\n");
     for (int i = 0; ok && i < r->nout; i++) {
         char esc[1024], file[2048];
         escape_name(pf_model_output(r->m, i).name, esc, sizeof esc);
         snprintf(file, sizeof file, "%s/%s.npy", outdir, esc);
-        int t = cli_file_set_find(&set, file);
+        /* A few outputs and inputs: pairwise (pf_output_same_file compares
+         * device and inode). */
+        int t = -1;
+        for (int k = 0; t < 0 && k <= nfiles; k++)
+            if (pf_output_same_file(file, k < nfiles ? files[k] : model)) t = k;
         if (t >= 0) {
             fprintf(stderr, "pixflow model run: output %s is the %s %s (the same file): writing "
                             "it would destroy it; choose another --output-dir\n", file,
@@ -429,7 +429,6 @@ static bool check_outputs(const run_state *r, const char *outdir, const char *mo
         }
         if (ok) ok = cli_output_may_write("model run", file);
     }
-    cli_file_set_free(&set);
     return ok;
 }
 

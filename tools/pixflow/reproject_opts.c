@@ -179,16 +179,10 @@ static int usage_error(const char *fmt, const char *a, const char *b)
     return CLI_EXIT_USAGE;
 }
 
-static bool add_output(rp_config *c, const pf_view *v, const char *suffix)
+static bool add_view(rp_config *c, const pf_view *v)
 {
-    if (c->num_outputs == RP_MAX_OUTPUTS) return false;
-    int i = c->num_outputs++;
-    if (v) {
-        c->views[i] = *v;
-        c->out_width[i] = v->width;
-        c->out_height[i] = v->height;
-    }
-    snprintf(c->suffix[i], sizeof c->suffix[i], "%s", suffix);
+    if (c->num_views == RP_MAX_OUTPUTS) return false;
+    c->views[c->num_views++] = *v;
     return true;
 }
 
@@ -197,15 +191,13 @@ static int apply_option(rp_config *c, const char *name, const char *val, bool *v
                         bool *cube_seen, const char **cube_layout)
 {
     char err[160];
-    char suffix[8];
     if (!strcmp(name, "output")) {
-        c->out_dir = val;
+        c->p.output_dir = val;
     } else if (!strcmp(name, "view")) {
         pf_view v;
         if (!rp_parse_view(val, &v, err, sizeof err))
             return usage_error("--view '%s': %s", val, err);
-        snprintf(suffix, sizeof suffix, "view%02d", c->num_outputs);
-        if (!add_output(c, &v, suffix))
+        if (!add_view(c, &v))
             return usage_error("--view '%s': more than %s views", val, "64");
         *views_seen = true;
     } else if (!strcmp(name, "views")) {
@@ -215,52 +207,49 @@ static int apply_option(rp_config *c, const char *name, const char *val, bool *v
             return usage_error("--views '%s': %s", val, err);
         for (int k = 0; k < n; k++) {
             pf_view v = {.yaw = (float)(360.0 * k / n), .fov = fov, .width = w, .height = h};
-            snprintf(suffix, sizeof suffix, "view%02d", c->num_outputs);
-            if (!add_output(c, &v, suffix))
+            if (!add_view(c, &v))
                 return usage_error("--views '%s': more than %s views in all", val, "64");
         }
         *views_seen = true;
     } else if (!strcmp(name, "cubemap")) {
-        if (!parse_int(val, 1, RP_MAX_SIZE, &c->cube_size))
+        if (!parse_int(val, 1, RP_MAX_SIZE, &c->p.cube_size))
             return usage_error("--cubemap '%s': expected a face size 1..%s", val, "16384");
         *cube_seen = true;
     } else if (!strcmp(name, "cube-layout")) {
         *cube_layout = val;
     } else if (!strcmp(name, "format")) {
         if (!strcmp(val, "jpeg") || !strcmp(val, "jpg")) {
-            c->format = PF_IMAGE_JPEG;
-            c->ext = "jpg";
+            c->p.format = PF_IMAGE_JPEG;
         } else if (!strcmp(val, "png")) {
-            c->format = PF_IMAGE_PNG;
-            c->ext = "png";
+            c->p.format = PF_IMAGE_PNG;
         } else {
             return usage_error("--format '%s': expected jpeg or png%s", val, "");
         }
     } else if (!strcmp(name, "quality")) {
-        if (!parse_int(val, 1, 100, &c->quality))
+        if (!parse_int(val, 1, 100, &c->p.quality))
             return usage_error("--quality '%s': expected 1..100%s", val, "");
     } else if (!strcmp(name, "interp")) {
-        if (!strcmp(val, "bilinear")) c->interp = PF_INTERP_BILINEAR;
-        else if (!strcmp(val, "nearest")) c->interp = PF_INTERP_NEAREST;
+        if (!strcmp(val, "bilinear")) c->p.interp = PF_INTERP_BILINEAR;
+        else if (!strcmp(val, "nearest")) c->p.interp = PF_INTERP_NEAREST;
         else return usage_error("--interp '%s': expected bilinear or nearest%s", val, "");
     } else if (!strcmp(name, "every")) {
-        if (!parse_int(val, 1, 1000000, &c->every))
+        if (!parse_int(val, 1, 1000000, &c->p.every))
             return usage_error("--every '%s': expected a positive integer%s", val, "");
     } else if (!strcmp(name, "list")) {
-        c->list_path = val;
+        c->p.list = val;
     } else if (!strcmp(name, "device")) {
         c->device = val;
     } else if (!strcmp(name, "trace")) {
-        c->trace_path = val;
+        c->p.trace = val;
     } else if (!strcmp(name, "decoders") || !strcmp(name, "encoders") ||
                !strcmp(name, "ring") || !strcmp(name, "inflight")) {
         int v;
         if (!parse_int(val, 1, 256, &v))
             return usage_error("--%s '%s': expected 1..256", name, val);
-        if (name[0] == 'd') c->decoders = v;
-        else if (name[0] == 'e') c->encoders = v;
-        else if (name[0] == 'r') c->ring = v;
-        else c->inflight = v;
+        if (name[0] == 'd') c->p.decoders = v;
+        else if (name[0] == 'e') c->p.encoders = v;
+        else if (name[0] == 'r') c->p.ring = v;
+        else c->p.inflight = v;
     }
     return CLI_EXIT_OK;
 }
@@ -274,31 +263,20 @@ static int finish_outputs(rp_config *c, bool views_seen, bool cube_seen, const c
     if (layout && !cube_seen)
         return usage_error("--cube-layout '%s' needs --cubemap%s", layout, "");
     if (views_seen) {
-        c->mode = RP_MODE_VIEWS;
+        c->p.cube = PF_REPROJECT_NO_CUBE;
+        c->p.views = c->views;
+        c->p.num_views = c->num_views;
         return CLI_EXIT_OK;
     }
     if (!layout || !strcmp(layout, "faces")) {
-        static const char *const faces[6] = {"px", "nx", "py", "ny", "pz", "nz"};
-        c->mode = RP_MODE_CUBE_FACES;
-        for (int k = 0; k < 6; k++) {
-            pf_view v;
-            if (pf_cube_face_view(k, c->cube_size, &v) != PF_OK) {
-                fprintf(stderr, "pixflow reproject: --cubemap: %s\n", pf_last_error());
-                return CLI_EXIT_USAGE;
-            }
-            add_output(c, &v, faces[k]);
-        }
+        c->p.cube = PF_REPROJECT_CUBE_FACES;
         return CLI_EXIT_OK;
     }
     if (strcmp(layout, "3x2") && strcmp(layout, "1x6"))
         return usage_error("--cube-layout '%s': expected faces, 3x2 or 1x6%s", layout, "");
-    c->mode = RP_MODE_CUBE_MOSAIC;
     bool wide = !strcmp(layout, "3x2");
-    c->cube_layout = wide ? PF_CUBE_3X2 : PF_CUBE_1X6;
-    add_output(c, NULL, "cube");
-    c->out_width[0] = wide ? 3 * c->cube_size : c->cube_size;
-    c->out_height[0] = wide ? 2 * c->cube_size : 6 * c->cube_size;
-    if (c->out_height[0] > RP_MAX_SIZE)
+    c->p.cube = wide ? PF_REPROJECT_CUBE_3X2 : PF_REPROJECT_CUBE_1X6;
+    if ((wide ? 2 : 6) * c->p.cube_size > RP_MAX_SIZE)
         return usage_error("--cubemap %s with --cube-layout %s is over 16384 pixels high",
                            wide ? "3x2" : "1x6", "");
     return CLI_EXIT_OK;
@@ -307,11 +285,7 @@ static int finish_outputs(rp_config *c, bool views_seen, bool cube_seen, const c
 int rp_config_parse(int argc, char **argv, rp_config *c, bool *help)
 {
     memset(c, 0, sizeof *c);
-    c->interp = PF_INTERP_BILINEAR;
-    c->format = PF_IMAGE_JPEG;
-    c->ext = "jpg";
-    c->quality = 90;
-    c->every = 1;
+    c->p = pf_reproject_params_default();
     *help = false;
     c->inputs = calloc((size_t)(argc > 0 ? argc : 1), sizeof *c->inputs);
     if (!c->inputs) {
@@ -376,10 +350,13 @@ int rp_config_parse(int argc, char **argv, rp_config *c, bool *help)
         return usage_error("-y (overwrite) and -n (never overwrite) contradict each other%s%s",
                            "", "");
     pf_output_set_default_flags(overwrite_no ? PF_OUTPUT_NO_OVERWRITE : 0);
+    c->p.no_overwrite = overwrite_no;
     int rc = finish_outputs(c, views_seen, cube_seen, layout);
     if (rc != CLI_EXIT_OK) return rc;
-    if (!c->out_dir) return usage_error("no output directory: give -o DIR%s%s", "", "");
-    if (c->num_inputs == 0 && !c->list_path)
+    if (!c->p.output_dir) return usage_error("no output directory: give -o DIR%s%s", "", "");
+    c->p.inputs = c->inputs;
+    c->p.num_inputs = c->num_inputs;
+    if (c->num_inputs == 0 && !c->p.list)
         return usage_error("no input: give files, directories, globs or --list FILE%s%s", "",
                            "");
     return CLI_EXIT_OK;

@@ -10,44 +10,20 @@
 #include <stdbool.h>
 
 #include "cli.h"
-#include "pixflow/io.h" /* not (yet) in pixflow.h */
 #include "pixflow/pixflow.h"
 
-#define RP_MAX_OUTPUTS 64  /* pf_ops_equirect_to_views takes 64 views per call */
+#define RP_MAX_OUTPUTS PF_REPROJECT_MAX_VIEWS
 
-/* What each input frame turns into. */
-typedef enum rp_mode {
-    RP_MODE_VIEWS = 0,     /* --view / --views: one file per view */
-    RP_MODE_CUBE_FACES,    /* --cubemap: six face files */
-    RP_MODE_CUBE_MOSAIC    /* --cubemap with --cube-layout 3x2|1x6: one file */
-} rp_mode;
-
+/* The command line: the job's params (pf_reproject_params) and what the
+ * command does itself. */
 typedef struct rp_config {
-    rp_mode mode;
-    int num_outputs;                 /* files per input frame */
-    pf_view views[RP_MAX_OUTPUTS];   /* VIEWS and CUBE_FACES */
-    char suffix[RP_MAX_OUTPUTS][8];  /* file name part per output: view00, px, cube */
-    int out_width[RP_MAX_OUTPUTS], out_height[RP_MAX_OUTPUTS];
-    int cube_size;
-    pf_cube_layout cube_layout;      /* CUBE_MOSAIC */
-    pf_interp interp;
-
-    const char *out_dir;
-    pf_image_format format;          /* PNG or JPEG */
-    const char *ext;                 /* "jpg" or "png" */
-    int quality;                     /* JPEG 1..100 */
-    int every;                       /* video: every Nth frame, >= 1 */
-
+    pf_reproject_params p;           /* views, inputs and list point into this and argv */
+    pf_view views[RP_MAX_OUTPUTS];   /* --view / --views in the order given */
+    int num_views;
     const char *device;              /* NULL = $PIXFLOW_DEVICE / auto */
-    const char *trace_path;
     bool json, quiet;
-    int decoders, encoders;          /* 0 = from the core count */
-    int ring;                        /* decoded frames held at once; 0 = auto */
-    int inflight;                    /* frames on the GPU at once; 0 = auto */
-
     const char **inputs;             /* positional arguments (borrowed from argv) */
     int num_inputs;
-    const char *list_path;           /* --list FILE: more inputs, one per line */
 } rp_config;
 
 extern const cli_option rp_options[];

@@ -1,4 +1,4 @@
-/* `pixflow segment`: the command's own stages around the built-in ones.
+/* The segment job's own stages around the built-in ones.
  *
  *   reader (CPU source) -> ops.preprocess -> nn.infer -> ops.mask_post
  *     -> compositor (this file; on the device) -> writer (CPU sink)
@@ -31,7 +31,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "segment_job.h"
+#include "jobs/segment_impl.h"
 
 /* Latency gate ------------------------------------------------------------------------------ */
 
@@ -250,6 +250,16 @@ static pf_status comp_process(void *user, pf_stage_ctx *ctx, pf_item *items, int
     return st;
 }
 
+void seg_background(const seg_job *job, pf_background *bg)
+{
+    bg->kind = job->bg == SEG_BG_BLUR    ? PF_BG_BLUR
+               : job->bg == SEG_BG_COLOR ? PF_BG_COLOR
+               : job->bg == SEG_BG_IMAGE ? PF_BG_IMAGE
+                                         : PF_BG_NONE;
+    bg->blur_sigma = 12.0f;
+    memcpy(bg->color, job->color, 3);
+}
+
 pf_status seg_add_composite(pf_pipeline *p, seg_job *job, pf_device *dev, pf_stage **out)
 {
     seg_comp *s = calloc(1, sizeof *s);
@@ -258,12 +268,7 @@ pf_status seg_add_composite(pf_pipeline *p, seg_job *job, pf_device *dev, pf_sta
     s->cuda = dev && pf_device_get_type(dev) == PF_DEVICE_CUDA;
     s->domain = s->cuda ? PF_MEM_DEVICE : PF_MEM_HOST;
     s->format = job->alpha ? PF_PIXFMT_RGBA : PF_PIXFMT_RGB24;
-    s->bg.kind = job->bg == SEG_BG_BLUR    ? PF_BG_BLUR
-                 : job->bg == SEG_BG_COLOR ? PF_BG_COLOR
-                 : job->bg == SEG_BG_IMAGE ? PF_BG_IMAGE
-                                           : PF_BG_NONE;
-    s->bg.blur_sigma = 12.0f;
-    memcpy(s->bg.color, job->color, 3);
+    seg_background(job, &s->bg);
     /* Video frames are converted with their own colour (comp_process). */
     pf_stage_desc d = pf_stage_desc_default();
     d.name = "composite";
@@ -363,9 +368,9 @@ static pf_status open_writer(seg_job *job, const char *path, const pf_frame *f, 
             S_ISREG(in_sb.st_mode))
             wp.copy_streams_from = job->inputs[0];
         else
-            seg_error(job, "%s is %s: its audio and other streams are not copied (it "
-                      "cannot be read twice)", job->input_label,
-                      pf_io_is_live(job->inputs[0]) ? "a live stream" : "a pipe");
+            jobs_say(job->sink, PF_LOG_WARN, "%s is %s: its audio and other streams are not "
+                     "copied (it cannot be read twice)", job->input_label,
+                     pf_io_is_live(job->inputs[0]) ? "a live stream" : "a pipe");
     }
     if (f->format == PF_PIXFMT_GRAY8) {
         /* A mask: no colour of the input's to keep. */
@@ -397,20 +402,19 @@ static pf_status open_writer(seg_job *job, const char *path, const pf_frame *f, 
     return pf_video_writer_create(&wp, out);
 }
 
-/* f32 [..., H, W] in [0, 1] -> GRAY8 H x W (rounded, clamped). */
-static pf_status mask_to_gray(seg_sink *s, const pf_tensor *t)
+pf_status seg_mask_to_gray(const pf_tensor *t, pf_frame *gray)
 {
     if (t->dtype != PF_DTYPE_F32 || t->ndim < 2 || !pf_tensor_is_contiguous(t))
         return PF_ERR_INVALID;
     int h = (int)t->shape[t->ndim - 2], w = (int)t->shape[t->ndim - 1];
-    if (s->gray.width != w || s->gray.height != h) {
-        pf_frame_unref(&s->gray);
-        pf_status st = pf_frame_alloc(&s->gray, PF_PIXFMT_GRAY8, w, h, NULL, NULL);
+    if (gray->width != w || gray->height != h || !gray->buf[0]) {
+        pf_frame_unref(gray);
+        pf_status st = pf_frame_alloc(gray, PF_PIXFMT_GRAY8, w, h, NULL, NULL);
         if (st != PF_OK) return st;
     }
     const float *m = t->data;
     for (int y = 0; y < h; y++) {
-        uint8_t *row = s->gray.data[0] + (size_t)y * s->gray.stride[0];
+        uint8_t *row = gray->data[0] + (size_t)y * gray->stride[0];
         for (int x = 0; x < w; x++) {
             float v = m[(size_t)y * (size_t)w + (size_t)x];
             v = v > 0 ? (v < 1 ? v : 1) : 0; /* NaN -> 0 */
@@ -424,7 +428,7 @@ static pf_status write_mask(seg_sink *s, const pf_item *it, int image)
 {
     seg_job *job = s->job;
     if (!it->tensor.buf) return PF_OK;
-    pf_status st = mask_to_gray(s, &it->tensor);
+    pf_status st = seg_mask_to_gray(&it->tensor, &s->gray);
     if (st != PF_OK) {
         seg_error(job, "cannot write the mask of %s: not an f32 mask",
                   job->kind == SEG_IMAGES ? job->inputs[image] : job->input_label);

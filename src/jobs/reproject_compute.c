@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reproject_run_impl.h"
+#include "jobs/reproject_run_impl.h"
 
 enum { EV_UP0, EV_UP1, EV_K0, EV_K1, EV_D0, EV_D1, EV_COUNT };
 
@@ -172,7 +172,7 @@ static void add_gpu_time(rp_run *r, rp_slot *s, rp_stage stage, int e0, int trac
     if (pf_event_elapsed_ms(s->ev[e0], s->ev[e0 + 1], &ms) == PF_OK)
         rp_add_busy(r, stage, (int64_t)((double)ms * 1e6));
     if (r->tracer)
-        pf_trace_gpu_span(r->tracer, r->gpu_track[track], rp_stage_name(stage), s->ev[e0],
+        pf_trace_gpu_span(r->tracer, r->gpu_track[track], pf_reproject_stage_name((pf_reproject_stage)stage), s->ev[e0],
                           s->ev[e0 + 1], 0, (int64_t)s->job->seq);
 }
 

@@ -1,6 +1,6 @@
-/* `pixflow segment`: the model, the inputs and the output names.
+/* The segment job: the model, the inputs and the output names.
  *
- * An input is classified by what it is (input_kind.h): "-" is a video on
+ * An input is classified by what it is (jobs_input_classify): "-" is a video on
  * stdin; a directory lists its PNG/JPEG files (sorted); a pattern with
  * wildcards is expanded with glob(); a file whose first bytes are a PNG or
  * JPEG signature, or named .png/.jpg/.jpeg, is an image (so a damaged one
@@ -9,9 +9,7 @@
  * containers through FFmpeg when the build has it), whose errors name it. */
 #define _POSIX_C_SOURCE 200809L
 
-#include <dirent.h>
 #include <errno.h>
-#include <glob.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -19,30 +17,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "input_kind.h"
-#include "segment_job.h"
-
-#define SELFIE_DIR "node_modules/@mediapipe/selfie_segmentation"
+#include "io/expand.h"
+#include "jobs/segment_impl.h"
 
 void seg_error(seg_job *job, const char *fmt, ...)
 {
-    /* One line, whole, though several streams open (and fail) at once. */
-    flockfile(stderr);
-    if (job && atomic_exchange(&job->progress_shown, 0)) fprintf(stderr, "\r\033[K");
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "pixflow segment: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    funlockfile(stderr);
-}
-
-static bool is_file(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+    jobs_say(job ? job->sink : NULL, PF_LOG_ERROR, "%s", msg);
 }
 
 static bool is_dir(const char *path)
@@ -53,51 +38,10 @@ static bool is_dir(const char *path)
 
 /* Model ---------------------------------------------------------------------------------- */
 
-/* Tries DIR/FILE and DIR/SELFIE_DIR/FILE (and the @mediapipe layout without
- * node_modules, for a PIXFLOW_MODELS that points at node_modules itself). */
-static bool try_dir(char *out, size_t size, const char *dir, const char *file)
-{
-    static const char *const subs[] = {"", SELFIE_DIR "/", "@mediapipe/selfie_segmentation/",
-                                       "selfie_segmentation/"};
-    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
-        int n = snprintf(out, size, "%s/%s%s", dir, subs[i], file);
-        if (n > 0 && (size_t)n < size && is_file(out)) return true;
-    }
-    return false;
-}
-
 bool seg_find_model(seg_job *job, const char *arg)
 {
-    const char *file = "selfie_segmentation.tflite";
-    if (arg && !strcmp(arg, "landscape"))
-        file = "selfie_segmentation_landscape.tflite";
-    else if (arg && strcmp(arg, "selfie") != 0 && strcmp(arg, "general") != 0) {
-        if (!is_file(arg)) {
-            seg_error(job, "--model '%s': no such file (or use 'selfie' or 'landscape')", arg);
-            return false;
-        }
-        snprintf(job->model, sizeof job->model, "%s", arg);
-        return true;
-    }
-    const char *env = getenv("PIXFLOW_MODELS");
-    if (env && *env && try_dir(job->model, sizeof job->model, env, file)) return true;
-    /* The source tree: build folders live inside it, so walk up from the
-     * executable's directory. */
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        for (int up = 0; up < 6; up++) {
-            char *slash = strrchr(exe, '/');
-            if (!slash || slash == exe) break;
-            *slash = '\0';
-            if (try_dir(job->model, sizeof job->model, exe, file)) return true;
-        }
-    }
-    if (try_dir(job->model, sizeof job->model, ".", file)) return true;
-    seg_error(job, "model %s not found: looked in $PIXFLOW_MODELS%s, the source tree of this "
-              "program and the current directory (npm ci installs " SELFIE_DIR "; or give "
-              "--model PATH)", file, env ? "" : " (not set)");
+    if (pf_model_find(arg, job->model, sizeof job->model) == PF_OK) return true;
+    seg_error(job, "%s", pf_last_error());
     return false;
 }
 
@@ -114,56 +58,28 @@ static bool add_input(seg_job *job, const char *path)
     return true;
 }
 
-static int cmp_str(const void *a, const void *b)
+/* A directory's images or a glob's files (io/expand.h), in order. */
+static bool add_expanded(seg_job *job, const char *arg)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static bool add_dir(seg_job *job, const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) {
-        seg_error(job, "%s: cannot open directory: %s", dir, strerror(errno));
-        return false;
-    }
-    int first = job->num_inputs;
-    bool ok = true;
-    for (struct dirent *e; ok && (e = readdir(d));) {
-        if (e->d_name[0] == '.' || !cli_image_name(e->d_name)) continue;
-        char path[SEG_PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (is_file(path)) ok = add_input(job, path);
-    }
-    closedir(d);
-    if (!ok) {
-        seg_error(job, "out of memory listing %s", dir);
-        return false;
-    }
-    qsort(job->inputs + first, (size_t)(job->num_inputs - first), sizeof *job->inputs, cmp_str);
-    if (job->num_inputs == first) {
-        seg_error(job, "%s: no .png or .jpg images in this directory", dir);
-        return false;
-    }
-    return true;
-}
-
-static bool add_glob(seg_job *job, const char *pattern)
-{
-    glob_t g;
-    int rc = glob(pattern, 0, NULL, &g);
-    if (rc == GLOB_NOMATCH) {
-        seg_error(job, "%s: no file matches this pattern", pattern);
-        return false;
-    }
-    if (rc != 0) {
-        seg_error(job, "%s: cannot expand this pattern", pattern);
-        return false;
-    }
-    bool ok = true;
-    for (size_t i = 0; i < g.gl_pathc && ok; i++)
-        if (is_file(g.gl_pathv[i])) ok = add_input(job, g.gl_pathv[i]);
-    globfree(&g);
-    if (!ok) seg_error(job, "out of memory expanding %s", pattern);
+    pf_path_list l = {0};
+    pf_expand_what what;
+    pf_status st = pf_expand_input(arg, PF_EXPAND_IMAGES, &l, &what);
+    int err = errno;
+    bool ok = st == PF_OK;
+    if (st == PF_ERR_NOMEM)
+        seg_error(job, "out of memory %s %s", what == PF_EXPAND_DIR ? "listing" : "expanding", arg);
+    else if (!ok && what == PF_EXPAND_DIR)
+        seg_error(job, "%s: cannot open directory: %s", arg, strerror(err));
+    else if (!ok)
+        seg_error(job, "%s: cannot expand this pattern", arg);
+    else if (l.count == 0 && what == PF_EXPAND_DIR)
+        seg_error(job, "%s: no .png or .jpg images in this directory", arg);
+    else if (l.count == 0)
+        seg_error(job, "%s: no file matches this pattern", arg);
+    ok = ok && l.count > 0;
+    for (int i = 0; ok && i < l.count; i++) ok = add_input(job, l.paths[i]);
+    if (ok != (st == PF_OK && l.count > 0)) seg_error(job, "out of memory listing %s", arg);
+    pf_path_list_free(&l);
     return ok;
 }
 
@@ -172,7 +88,7 @@ bool seg_open_video(seg_job *job, const char *path)
     if (!add_input(job, path)) return false;
     job->kind = SEG_VIDEO;
     pf_video_reader_params rp = pf_video_reader_params_default();
-    rp.path = path;
+    rp.path = job->inputs[job->num_inputs - 1]; /* the job's copy: the reader may keep it */
     /* Frames wait in the pipeline's queues and batches: enough of them
      * (two batches of 64 and the queues; latency mode holds one; one of
      * several streams its share, set by segment_multi.c). */
@@ -207,9 +123,9 @@ bool seg_collect_inputs(seg_job *job, const char *const *args, int n)
     for (int i = 0; i < n; i++) {
         const char *a = args[i];
         errno = 0;
-        cli_input_kind kind = cli_input_classify(a, NULL);
+        jobs_input_kind kind = jobs_input_classify(a, NULL);
         int err = errno;
-        if (kind == CLI_INPUT_VIDEO) {
+        if (kind == JOBS_INPUT_VIDEO) {
             /* A URL is shown without its password everywhere (messages,
              * summary, --json). */
             const char *shown = pf_io_redact(a, job->input_shown, sizeof job->input_shown);
@@ -222,11 +138,9 @@ bool seg_collect_inputs(seg_job *job, const char *const *args, int n)
             return seg_open_video(job, a);
         }
         bool ok;
-        if (kind == CLI_INPUT_DIR)
-            ok = add_dir(job, a);
-        else if (kind == CLI_INPUT_MISSING && strpbrk(a, "*?["))
-            ok = add_glob(job, a);
-        else if (kind == CLI_INPUT_MISSING) {
+        if (kind == JOBS_INPUT_DIR || (kind == JOBS_INPUT_MISSING && strpbrk(a, "*?[")))
+            ok = add_expanded(job, a);
+        else if (kind == JOBS_INPUT_MISSING) {
             seg_error(job, "%s: %s", a, strerror(err ? err : ENOENT));
             ok = false;
         } else
@@ -237,7 +151,8 @@ bool seg_collect_inputs(seg_job *job, const char *const *args, int n)
         seg_error(job, "no input images");
         return false;
     }
-    job->input_label = n == 1 ? args[0] : "images";
+    if (n == 1) snprintf(job->input_shown, sizeof job->input_shown, "%s", args[0]);
+    job->input_label = n == 1 ? job->input_shown : "images";
     return true;
 }
 
@@ -474,14 +389,14 @@ bool seg_check_outputs(seg_job *job, const char *trace)
 {
     seg_out *o = NULL;
     int n = list_outputs(job, trace, &o);
-    cli_file_set ins = {0};
+    jobs_file_set ins = {0};
     const char **keys = n > 0 ? calloc((size_t)n, sizeof *keys) : NULL;
     int *first = n > 0 ? malloc((size_t)n * sizeof *first) : NULL;
     bool ok = n >= 0 && (n == 0 || (keys && first));
     /* Inputs: tags 0..num_inputs-1; the model and background after them. */
-    for (int i = 0; ok && i < job->num_inputs; i++) ok = cli_file_set_add(&ins, job->inputs[i], i);
-    if (ok) ok = cli_file_set_add(&ins, job->model, job->num_inputs);
-    if (ok && job->bg_path) ok = cli_file_set_add(&ins, job->bg_path, job->num_inputs + 1);
+    for (int i = 0; ok && i < job->num_inputs; i++) ok = jobs_file_set_add(&ins, job->inputs[i], i);
+    if (ok) ok = jobs_file_set_add(&ins, job->model, job->num_inputs);
+    if (ok && job->bg_path) ok = jobs_file_set_add(&ins, job->bg_path, job->num_inputs + 1);
     if (!ok) {
         seg_error(job, "out of memory checking the outputs");
         n = 0;
@@ -513,7 +428,7 @@ bool seg_check_outputs(seg_job *job, const char *trace)
         }
     for (int i = 0; ok && i < n; i++) {
         if (pf_io_is_url(o[i].path)) continue; /* no file to compare */
-        int t = cli_file_set_find(&ins, o[i].path);
+        int t = jobs_file_set_find(&ins, o[i].path);
         if (t < 0) continue;
         const char *in = t < job->num_inputs ? job->inputs[t]
                          : t == job->num_inputs ? job->model
@@ -531,13 +446,13 @@ bool seg_check_outputs(seg_job *job, const char *trace)
         if (pf_io_is_url(o[i].path))
             snprintf(canon, sizeof canon, "%s", o[i].path);
         else
-            cli_canonical_path(o[i].path, canon, sizeof canon);
+            jobs_canonical_path(o[i].path, canon, sizeof canon);
         if (!(keys[i] = strdup(canon))) {
             seg_error(job, "out of memory checking the outputs");
             ok = false;
         }
     }
-    if (ok && n > 0 && !cli_find_same(keys, n, first)) {
+    if (ok && n > 0 && !jobs_find_same(keys, n, first)) {
         seg_error(job, "out of memory checking the outputs");
         ok = false;
     }
@@ -555,8 +470,8 @@ bool seg_check_outputs(seg_job *job, const char *trace)
                       "names", o[j].what, o[i].what, shown);
         ok = false;
     }
-    for (int i = 0; ok && i < n; i++) ok = cli_output_may_write("segment", o[i].path);
-    cli_file_set_free(&ins);
+    for (int i = 0; ok && i < n; i++) ok = jobs_may_write(job->sink, job->no_overwrite, o[i].path);
+    jobs_file_set_free(&ins);
     for (int i = 0; keys && i < n; i++) free((char *)keys[i]);
     free(keys);
     free(first);

@@ -1,13 +1,13 @@
 /* Internals of the reproject pipeline shared by its stage files
  * (reproject_run.c: setup, decoders, encoders; reproject_compute.c: the
  * compute stage). Not used elsewhere. */
-#ifndef PF_TOOLS_REPROJECT_RUN_IMPL_H
-#define PF_TOOLS_REPROJECT_RUN_IMPL_H
+#ifndef PF_JOBS_REPROJECT_RUN_IMPL_H
+#define PF_JOBS_REPROJECT_RUN_IMPL_H
 
 #include <signal.h>
 #include <stdatomic.h>
 
-#include "reproject_run.h"
+#include "jobs/reproject_run.h"
 
 /* One input frame on its way through the pipeline. Allocated by a decoder,
  * freed by the encoder that finishes its last view. */
@@ -72,7 +72,7 @@ struct rp_run {
     atomic_int next_input;
     atomic_int decoders_left, encoders_left;
     atomic_uint_fast64_t next_seq;
-    volatile sig_atomic_t cancel;
+    volatile sig_atomic_t cancel;      /* rp_run_cancel (a signal handler) */
     bool started, finished;
     int64_t t0, t_end, setup_ns;
 

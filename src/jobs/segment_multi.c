@@ -1,6 +1,6 @@
-/* `pixflow segment IN1 IN2 URL ... -o 'out/{name}_seg.mp4'`: several video
- * inputs in one pipeline. Each input becomes a stream job (its reader, its
- * outputs, its counts) under the parent job; cmd_segment.c connects one
+/* A segment job over several video inputs in one pipeline (`pixflow segment
+ * IN1 IN2 URL ... -o 'out/{name}_seg.mp4'`). Each input becomes a stream job
+ * (its reader, its outputs, its counts) under the parent job; segment.c connects one
  * reader per stream into the batched model and a demux routes each stream
  * to its own writer. Output names come from a pattern with {name} (the
  * input's stem, or pf_io_url_name for a URL) or {index} (its position). */
@@ -11,9 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "input_kind.h"
-#include "segment_job.h"
+#include "core/error.h"
+#include "jobs/segment_impl.h"
 
 bool seg_multi_wanted(const char *const *args, int n)
 {
@@ -27,9 +26,9 @@ bool seg_multi_wanted(const char *const *args, int n)
             video = true;
             continue;
         }
-        cli_input_kind k = cli_input_classify(args[i], NULL);
-        if (k == CLI_INPUT_IMAGE || k == CLI_INPUT_DIR) return false;
-        video |= k == CLI_INPUT_VIDEO;
+        jobs_input_kind k = jobs_input_classify(args[i], NULL);
+        if (k == JOBS_INPUT_IMAGE || k == JOBS_INPUT_DIR) return false;
+        video |= k == JOBS_INPUT_VIDEO;
     }
     return video;
 }
@@ -70,13 +69,14 @@ static bool has_key(const char *pattern)
     return strstr(pattern, "{name}") || strstr(pattern, "{index}");
 }
 
-static int usage(const char *what, const char *arg)
+/* A params error: not reported, named in pf_last_error (the caller's usage
+ * message). */
+static pf_status usage(const char *what, const char *arg)
 {
     char shown[SEG_PATH_MAX]; /* a URL without its password */
-    fprintf(stderr, "pixflow segment: %s '%s': several inputs need a pattern with {name} or "
-            "{index} (e.g. 'out/{name}_seg.mp4') (see 'pixflow segment --help')\n", what,
-            seg_shown(arg, shown, sizeof shown));
-    return CLI_EXIT_USAGE;
+    return pf_set_error(PF_ERR_INVALID, "%s '%s': several inputs need a pattern with {name} or "
+                        "{index} (e.g. 'out/{name}_seg.mp4')", what,
+                        seg_shown(arg, shown, sizeof shown));
 }
 
 /* An output of any stream, or the trace, that is the input of another
@@ -184,12 +184,12 @@ static bool check_shared(seg_job *job)
             if (pf_io_is_url(paths[k]))
                 snprintf(canon, sizeof canon, "%s", paths[k]);
             else
-                cli_canonical_path(paths[k], canon, sizeof canon);
+                jobs_canonical_path(paths[k], canon, sizeof canon);
             owner[n] = i;
             ok = (keys[n++] = strdup(canon)) != NULL;
         }
     }
-    if (ok) ok = cli_find_same(keys, n, first);
+    if (ok) ok = jobs_find_same(keys, n, first);
     if (!ok) seg_error(job, "out of memory checking the outputs");
     for (int i = 0; ok && i < n; i++) {
         if (first[i] < 0) continue;
@@ -206,22 +206,20 @@ static bool check_shared(seg_job *job)
     return ok;
 }
 
-int seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out_arg,
-                   const char *mask_arg, const char *trace, bool realtime)
+pf_status seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out_arg,
+                         const char *mask_arg, const char *trace, bool realtime)
 {
     for (int i = 0; i < n; i++)
-        if (!strcmp(args[i], "-")) {
-            fprintf(stderr, "pixflow segment: '-' (stdin) is an input only on its own (see "
-                    "'pixflow segment --help')\n");
-            return CLI_EXIT_USAGE;
-        }
+        if (!strcmp(args[i], "-"))
+            return pf_set_error(PF_ERR_INVALID, "inputs: '-' (stdin) is an input only on its "
+                                "own");
     if (!job->null_output && (!out_arg || !has_key(out_arg)))
-        return usage("-o", out_arg ? out_arg : "(not given)");
-    if (mask_arg && !has_key(mask_arg)) return usage("--mask-out", mask_arg);
+        return usage("output", out_arg ? out_arg : "(not given)");
+    if (mask_arg && !has_key(mask_arg)) return usage("mask_out", mask_arg);
     job->streams = calloc((size_t)n, sizeof *job->streams);
     if (!job->streams) {
         seg_error(job, "out of memory");
-        return CLI_EXIT_FAIL;
+        return PF_ERR_NOMEM;
     }
     /* Each stream's output names, expanded before anything is opened. */
     struct names {
@@ -229,7 +227,7 @@ int seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out
     } *outs = calloc((size_t)n, sizeof *outs);
     if (!outs) {
         seg_error(job, "out of memory");
-        return CLI_EXIT_FAIL;
+        return PF_ERR_NOMEM;
     }
     job->kind = SEG_VIDEO;
     job->input_label = "streams";
@@ -255,7 +253,8 @@ int seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out
         s->start_s = job->start_s;
         s->duration_s = job->duration_s;
         s->no_audio = job->no_audio;
-        s->quiet = job->quiet;
+        s->sink = job->sink;
+        s->no_overwrite = job->no_overwrite;
         s->stream_index = i;
         snprintf(s->stage_suffix, sizeof s->stage_suffix, "_%d", i);
         /* Each stream's share of the frames in flight (about four batches
@@ -272,7 +271,7 @@ int seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out
              !seg_expand_pattern(mask_arg, args[i], i, outs[i].mask, sizeof outs[i].mask))) {
             seg_error(job, "%s: the output name is too long", s->input_label);
             free(outs);
-            return CLI_EXIT_FAIL;
+            return PF_ERR_IO;
         }
     }
     bool ok = open_all(job, args, n);
@@ -283,8 +282,8 @@ int seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out
              seg_check_outputs(s, i == 0 ? trace : NULL);
     }
     free(outs);
-    if (!ok) return CLI_EXIT_FAIL;
-    if (!check_cross_inputs(job, trace) || !check_shared(job)) return CLI_EXIT_FAIL;
+    if (!ok) return PF_ERR_IO;
+    if (!check_cross_inputs(job, trace) || !check_shared(job)) return PF_ERR_IO;
     /* A pattern may name a directory per stream: made once all is checked
      * (a URL has none). */
     for (int i = 0; i < n && !job->null_output && !pf_io_is_url(out_arg); i++) {
@@ -293,10 +292,10 @@ int seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out
         char *slash = strrchr(dir, '/');
         if (slash && slash != dir) {
             *slash = '\0';
-            if (!seg_make_dir(job, dir)) return CLI_EXIT_FAIL;
+            if (!seg_make_dir(job, dir)) return PF_ERR_IO;
         }
     }
-    return CLI_EXIT_OK;
+    return PF_OK;
 }
 
 void seg_multi_free(seg_job *job)

@@ -1,5 +1,6 @@
-/* The reproject pipeline (design in reproject_run.h): setup, the decode and
- * encode stages, statistics. The compute stage is in reproject_compute.c. */
+/* The reproject job's pipeline (design in reproject_run.h): setup, the
+ * decode and encode stages, statistics. The compute stage is in
+ * reproject_compute.c. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -11,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "reproject_run_impl.h"
+#include "jobs/reproject_run_impl.h"
 
 #ifndef PATH_MAX
 #define PATH_MAX 4096
@@ -20,43 +21,22 @@
 static const char *const stage_names[RP_STAGE_COUNT] = {"read",     "decode", "upload", "kernel",
                                                         "download", "encode", "write"};
 
-const char *rp_stage_name(rp_stage s)
+const char *pf_reproject_stage_name(pf_reproject_stage s)
 {
     return s >= 0 && s < RP_STAGE_COUNT ? stage_names[s] : "?";
 }
 
 /* Reporting ------------------------------------------------------------------------------- */
 
-static atomic_bool g_report_tty;
-
-void rp_report_set_tty(bool tty)
-{
-    atomic_store(&g_report_tty, tty);
-}
-
-void rp_report(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    flockfile(stderr);
-    if (atomic_load(&g_report_tty)) fputs("\r\033[K", stderr);
-    fputs("pixflow reproject: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    fflush(stderr);
-    funlockfile(stderr);
-    va_end(ap);
-}
-
 /* pf_last_error() usually names the file already; make sure it does. */
-static void report_error(const char *path, const char *what)
+static void report_error(const jobs_sink *sink, const char *path, const char *what)
 {
     const char *msg = pf_last_error();
     if (!msg[0]) msg = "unknown error";
     /* pf_image_probe_memory() takes no name and says "<memory>": the path replaces it. */
     if (!strncmp(msg, "<memory>: ", 10)) msg += 10;
-    if (strstr(msg, path)) rp_report("%s%s%s", what ? what : "", what ? ": " : "", msg);
-    else rp_report("%s: %s%s%s", path, what ? what : "", what ? ": " : "", msg);
+    if (strstr(msg, path)) rp_report(sink, "%s%s%s", what ? what : "", what ? ": " : "", msg);
+    else rp_report(sink, "%s: %s%s%s", path, what ? what : "", what ? ": " : "", msg);
 }
 
 void rp_add_busy(rp_run *r, rp_stage s, int64_t ns)
@@ -102,9 +82,9 @@ void rp_job_fail(rp_run *r, rp_job *j, const char *what)
         char where[64];
         snprintf(where, sizeof where, "frame %lld%s%s", (long long)j->frame, what ? ": " : "",
                  what ? what : "");
-        report_error(in->path, where);
+        report_error(r->cfg->sink, in->path, where);
     } else {
-        report_error(in->path, what);
+        report_error(r->cfg->sink, in->path, what);
     }
 }
 
@@ -129,7 +109,7 @@ void rp_job_to_encoders(rp_run *r, rp_job *j)
 /* Decoders ------------------------------------------------------------------------------------ */
 
 /* A FIFO or /dev/fd/N (no size to read up front): to its end, at most 1 GiB. */
-static pf_status read_stream(FILE *f, const char *path, uint8_t **data, size_t *size)
+static pf_status read_stream(const jobs_sink *sink, FILE *f, const char *path, uint8_t **data, size_t *size)
 {
     size_t cap = 1 << 20, n = 0;
     uint8_t *buf = malloc(cap);
@@ -138,7 +118,7 @@ static pf_status read_stream(FILE *f, const char *path, uint8_t **data, size_t *
         if (n == cap) {
             uint8_t *g = cap < ((size_t)1 << 30) ? realloc(buf, cap * 2) : NULL;
             if (!g) {
-                rp_report("%s: %s", path, cap < ((size_t)1 << 30) ? "out of memory" : "over 1 GiB");
+                rp_report(sink, "%s: %s", path, cap < ((size_t)1 << 30) ? "out of memory" : "over 1 GiB");
                 st = PF_ERR_NOMEM;
                 break;
             }
@@ -149,7 +129,7 @@ static pf_status read_stream(FILE *f, const char *path, uint8_t **data, size_t *
         n += got;
     }
     if (st == PF_OK && (!buf || ferror(f))) {
-        rp_report("%s: cannot read: %s", path, buf ? strerror(errno) : "out of memory");
+        rp_report(sink, "%s: cannot read: %s", path, buf ? strerror(errno) : "out of memory");
         st = buf ? PF_ERR_IO : PF_ERR_NOMEM;
     }
     fclose(f);
@@ -163,27 +143,27 @@ static pf_status read_stream(FILE *f, const char *path, uint8_t **data, size_t *
 }
 
 /* Reads the whole file (failures are reported here, naming it). */
-static pf_status read_whole_file(const char *path, uint8_t **data, size_t *size)
+static pf_status read_whole_file(const jobs_sink *sink, const char *path, uint8_t **data, size_t *size)
 {
     *data = NULL;
     *size = 0;
     FILE *f = fopen(path, "rb");
     if (!f) {
-        rp_report("%s: cannot open: %s", path, strerror(errno));
+        rp_report(sink, "%s: cannot open: %s", path, strerror(errno));
         return PF_ERR_IO;
     }
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || S_ISDIR(st.st_mode)) {
         fclose(f);
-        rp_report("%s: is a directory, not an image", path);
+        rp_report(sink, "%s: is a directory, not an image", path);
         return PF_ERR_IO;
     }
-    if (!S_ISREG(st.st_mode)) return read_stream(f, path, data, size);
+    if (!S_ISREG(st.st_mode)) return read_stream(sink, f, path, data, size);
     size_t n = (size_t)st.st_size;
     uint8_t *buf = malloc(n ? n : 1);
     if (!buf) {
         fclose(f);
-        rp_report("%s: out of memory for %zu bytes", path, n);
+        rp_report(sink, "%s: out of memory for %zu bytes", path, n);
         return PF_ERR_NOMEM;
     }
     size_t got = fread(buf, 1, n, f);
@@ -191,7 +171,7 @@ static pf_status read_whole_file(const char *path, uint8_t **data, size_t *size)
     fclose(f);
     if (got != n && err) {
         free(buf);
-        rp_report("%s: cannot read: %s", path, strerror(err));
+        rp_report(sink, "%s: cannot read: %s", path, strerror(err));
         return PF_ERR_IO;
     }
     *data = buf;
@@ -234,13 +214,13 @@ static void decode_image(rp_worker *w, int idx)
     int64_t t0 = pf_time_ns();
     rp_job *j = job_new(r, idx, -1, t0);
     if (!j) {
-        rp_report("%s: out of memory", in->path);
+        rp_report(r->cfg->sink, "%s: out of memory", in->path);
         atomic_fetch_add(&r->images_failed, 1);
         return;
     }
     uint8_t *data = NULL;
     size_t size = 0;
-    pf_status st = read_whole_file(in->path, &data, &size);
+    pf_status st = read_whole_file(r->cfg->sink, in->path, &data, &size);
     int64_t t1 = pf_time_ns();
     rp_add_busy(r, RP_STAGE_READ, t1 - t0);
     if (r->tracer) pf_trace_span(r->tracer, w->track, "read", t0, t1, 0, (int64_t)j->seq);
@@ -252,7 +232,7 @@ static void decode_image(rp_worker *w, int idx)
     pf_image_info info;
     st = pf_image_probe_memory(data, size, &info);
     if (st == PF_OK && (info.width < 1 || info.height < 1)) {
-        rp_report("%s: zero-sized image (%dx%d)", in->path, info.width, info.height);
+        rp_report(r->cfg->sink, "%s: zero-sized image (%dx%d)", in->path, info.width, info.height);
         atomic_store(&j->failed, true);
         st = PF_ERR_FORMAT;
     } else if (st != PF_OK) {
@@ -296,7 +276,7 @@ static void decode_video(rp_worker *w, int idx)
     rp.pool_size = 2;
     pf_video_reader *vr = NULL;
     if (pf_video_reader_create(&rp, &vr) != PF_OK) {
-        report_error(in->path, NULL);
+        report_error(r->cfg->sink, in->path, NULL);
         atomic_fetch_add(&r->images_failed, 1);
         return;
     }
@@ -315,7 +295,7 @@ static void decode_video(rp_worker *w, int idx)
         if (st != PF_OK) {
             char where[64];
             snprintf(where, sizeof where, "after frame %lld", (long long)made);
-            report_error(in->path, where);
+            report_error(r->cfg->sink, in->path, where);
             atomic_fetch_add(&r->images_failed, 1);
             made++;
             break;
@@ -328,13 +308,13 @@ static void decode_video(rp_worker *w, int idx)
         rp_job *j = job_new(r, idx, f.index, t0);
         if (!j) {
             pf_frame_unref(&f);
-            rp_report("%s: frame %lld: out of memory", in->path, (long long)f.index);
+            rp_report(r->cfg->sink, "%s: frame %lld: out of memory", in->path, (long long)f.index);
             atomic_fetch_add(&r->images_failed, 1);
             made++;
             continue;
         }
         if (f.width < 1 || f.height < 1) {
-            rp_report("%s: frame %lld: zero-sized frame", in->path, (long long)f.index);
+            rp_report(r->cfg->sink, "%s: frame %lld: zero-sized frame", in->path, (long long)f.index);
             atomic_store(&j->failed, true);
         } else if (take_ring_frame(r, j, f.width, f.height) != PF_OK) {
             rp_job_fail(r, j, "no frame for the decoded image");
@@ -353,7 +333,7 @@ static void decode_video(rp_worker *w, int idx)
      * are written) but is said, as segment's summary counts it. */
     pf_video_reader_stats vs;
     if (pf_video_reader_get_stats(vr, &vs) == PF_OK && vs.corrupt_packets)
-        rp_report("%s: %llu damaged or missing packets skipped (%llu frames decoded)", in->path,
+        rp_report(r->cfg->sink, "%s: %llu damaged or missing packets skipped (%llu frames decoded)", in->path,
                   (unsigned long long)vs.corrupt_packets, (unsigned long long)vs.frames);
     pf_video_reader_destroy(&vr);
     /* The estimate becomes the count. */
@@ -371,7 +351,7 @@ static void decoder_main(void *user)
         const rp_input *in = &r->in->items[idx];
         if (in->same_names_as >= 0) {
             const rp_input *o = &r->in->items[in->same_names_as];
-            rp_report("%s: skipped: its outputs would overwrite those of %s (same name "
+            rp_report(r->cfg->sink, "%s: skipped: its outputs would overwrite those of %s (same name "
                       "'%.*s'; rename one or use separate runs)",
                       in->path, o->path, (int)in->stem_len, in->stem);
             atomic_fetch_add(&r->images_failed, 1);
@@ -387,11 +367,11 @@ static void decoder_main(void *user)
 
 /* pf_output: a temporary beside PATH, renamed over it when complete, so a
  * failed write leaves no half file under PATH (and -n holds atomically). */
-static bool write_file(const char *path, const void *data, size_t n)
+static bool write_file(const jobs_sink *sink, const char *path, const void *data, size_t n)
 {
     /* Thousands of views into one directory: no directory fsync per file. */
     if (pf_output_write_file(path, data, n, PF_OUTPUT_NO_DIR_SYNC) == PF_OK) return true;
-    rp_report("%s", pf_last_error());
+    rp_report(sink, "%s", pf_last_error());
     return false;
 }
 
@@ -402,7 +382,7 @@ static void encode_one(rp_worker *w, rp_job *j, int i)
     const rp_input *in = &r->in->items[j->input];
     char path[PATH_MAX];
     if (!rp_output_path(path, sizeof path, c->out_dir, in, j->frame, c->suffix[i], c->ext)) {
-        rp_report("%s: the output path for it is too long", in->path);
+        rp_report(r->cfg->sink, "%s: the output path for it is too long", in->path);
         atomic_store(&j->failed, true);
         return;
     }
@@ -417,11 +397,11 @@ static void encode_one(rp_worker *w, rp_job *j, int i)
     rp_add_busy(r, RP_STAGE_ENCODE, t1 - t0);
     if (r->tracer) pf_trace_span(r->tracer, w->track, "encode", t0, t1, 0, (int64_t)j->seq);
     if (st != PF_OK) {
-        rp_report("%s: cannot encode (from %s): %s", path, in->path, pf_last_error());
+        rp_report(r->cfg->sink, "%s: cannot encode (from %s): %s", path, in->path, pf_last_error());
         atomic_store(&j->failed, true);
         return;
     }
-    bool ok = write_file(path, pf_buffer_data(bytes), pf_buffer_size(bytes));
+    bool ok = write_file(r->cfg->sink, path, pf_buffer_data(bytes), pf_buffer_size(bytes));
     pf_buffer_unref(&bytes);
     int64_t t2 = pf_time_ns();
     rp_add_busy(r, RP_STAGE_WRITE, t2 - t1);
@@ -482,9 +462,9 @@ static size_t first_frame_bytes(const rp_inputs *in)
     return 0;
 }
 
-static pf_status fail_setup(const char *what)
+static pf_status fail_setup(const jobs_sink *sink, const char *what)
 {
-    rp_report("%s: %s", what, pf_last_error());
+    rp_report(sink, "%s: %s", what, pf_last_error());
     return PF_ERR_INVALID;
 }
 
@@ -569,7 +549,7 @@ pf_status rp_run_create(const rp_config *cfg, const rp_inputs *in, pf_device *de
     *out = r;
     return PF_OK;
 fail:
-    fail_setup("cannot set up the pipeline");
+    fail_setup(cfg->sink, "cannot set up the pipeline");
     rp_run_destroy(&r);
     return st;
 }
@@ -601,7 +581,7 @@ pf_status rp_run_start(rp_run *r)
         pf_status st = pf_threadpool_submit(r->threads, fn, &w[i]);
         if (st != PF_OK) {
             /* Cannot happen with a pool of this size; never leave a waiter hanging. */
-            rp_report("cannot start thread %d: %s", i, pf_last_error());
+            rp_report(r->cfg->sink, "cannot start thread %d: %s", i, pf_last_error());
             r->cancel = 1;
             pf_queue_close(r->decoded);
             pf_queue_close(r->encode);
@@ -636,31 +616,35 @@ void rp_run_get_stats(rp_run *r, rp_stats *s)
     memset(s, 0, sizeof *s);
     int64_t end = r->finished && r->t_end ? r->t_end : pf_time_ns();
     s->elapsed_s = r->started ? (double)(end - r->t0) * 1e-9 : 0.0;
-    s->setup_s = (double)r->setup_ns * 1e-9;
-    s->images_done = atomic_load(&r->images_done);
-    s->images_failed = atomic_load(&r->images_failed);
+    s->x.setup_s = (double)r->setup_ns * 1e-9;
+    s->x.images_done = atomic_load(&r->images_done);
+    s->x.images_failed = atomic_load(&r->images_failed);
     s->images_expected = atomic_load(&r->expected_unknown) ? -1 : atomic_load(&r->expected);
-    s->views_written = atomic_load(&r->views_written);
+    s->x.files_written = atomic_load(&r->views_written);
     s->latency_p50_ms = pf_histogram_quantile(r->latency, 0.5) * 1e-6;
     s->latency_p99_ms = pf_histogram_quantile(r->latency, 0.99) * 1e-6;
-    s->latency_mean_ms = pf_histogram_mean(r->latency) * 1e-6;
+    s->x.latency_mean_ms = pf_histogram_mean(r->latency) * 1e-6;
     for (int i = 0; i < RP_STAGE_COUNT; i++) {
-        s->busy_ns[i] = atomic_load(&r->busy_ns[i]);
-        s->busy_count[i] = atomic_load(&r->busy_count[i]);
+        s->x.busy_ns[i] = atomic_load(&r->busy_ns[i]);
+        s->x.busy_count[i] = atomic_load(&r->busy_count[i]);
     }
-    s->ring_wait_ns = atomic_load(&r->ring_wait_ns);
-    s->output_wait_ns = atomic_load(&r->output_wait_ns);
-    s->encode_idle_ns = atomic_load(&r->encode_idle_ns);
-    s->decoders = r->decoders;
-    s->encoders = r->encoders;
-    s->ring = r->ring;
-    s->output_blocks = r->out_blocks;
-    s->inflight = r->inflight;
-    s->host_bytes = r->ring_block * (size_t)r->ring + r->out_block * (size_t)r->out_blocks;
-    s->device_bytes = r->device_bytes;
+    s->x.ring_wait_ns = atomic_load(&r->ring_wait_ns);
+    s->x.output_wait_ns = atomic_load(&r->output_wait_ns);
+    s->x.encode_idle_ns = atomic_load(&r->encode_idle_ns);
+    s->x.decoders = r->decoders;
+    s->x.encoders = r->encoders;
+    s->x.ring = r->ring;
+    s->x.output_blocks = r->out_blocks;
+    s->x.inflight = r->inflight;
+    for (int i = 0; i < RP_STAGE_COUNT; i++)
+        s->x.stage_threads[i] = i == RP_STAGE_READ || i == RP_STAGE_DECODE     ? r->decoders
+                                : i == RP_STAGE_ENCODE || i == RP_STAGE_WRITE ? r->encoders
+                                                                              : 1;
+    s->x.host_bytes = r->ring_block * (size_t)r->ring + r->out_block * (size_t)r->out_blocks;
+    s->x.device_bytes = r->device_bytes;
     pf_pinned_pool_stats ps;
-    s->pinned = r->ring_pool && pf_pinned_pool_get_stats(r->ring_pool, &ps) == PF_OK && ps.pinned;
-    s->unpinned_fallbacks = atomic_load(&r->unpinned);
+    s->x.pinned = r->ring_pool && pf_pinned_pool_get_stats(r->ring_pool, &ps) == PF_OK && ps.pinned;
+    s->x.unpinned_fallbacks = atomic_load(&r->unpinned);
 }
 
 void rp_run_destroy(rp_run **rp)

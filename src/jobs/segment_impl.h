@@ -1,17 +1,18 @@
-/* `pixflow segment`: what its files share. cmd_segment.c parses the command
- * line and runs the pipeline, segment_inputs.c finds the model and lists the
- * inputs and output names, segment_stages.c holds the command's own stages
- * (the reader, the compositor with an image background, the writer). Public
- * API only. */
-#ifndef PF_TOOLS_SEGMENT_JOB_H
-#define PF_TOOLS_SEGMENT_JOB_H
+/* The segment job (pf_segment_start): what its files share. segment.c
+ * checks the params, builds and runs the pipeline and fills the result;
+ * segment_inputs.c finds the model and lists the inputs and output names;
+ * segment_multi.c plans several video inputs; segment_stages.c holds the
+ * job's own stages (the reader, the compositor with an image background,
+ * the writer). */
+#ifndef PF_JOBS_SEGMENT_IMPL_H
+#define PF_JOBS_SEGMENT_IMPL_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "pixflow/io.h"
+#include "jobs/job_impl.h"
 #include "pixflow/pixflow.h"
 
 #define SEG_PATH_MAX 4096
@@ -32,6 +33,8 @@ struct seg_job {
     const char *input_label;    /* for messages and the summary */
     char input_shown[1024];     /* a URL input without its credentials (pf_io_redact) */
     char output[SEG_PATH_MAX];  /* a file, a directory (images), "-", or "null" */
+    char output_shown[SEG_PATH_MAX]; /* output fit to print (no credentials; result) */
+    char mask_shown[SEG_PATH_MAX];
     bool output_is_dir;
     bool null_output;           /* -o null: composite, then drop (benchmarks) */
     char mask_out[SEG_PATH_MAX];/* "" = none */
@@ -45,7 +48,8 @@ struct seg_job {
     char model[SEG_PATH_MAX];
     int model_w, model_h;       /* input size */
     bool model_nhwc;
-    bool quiet;
+    const jobs_sink *sink;      /* messages (the parent's for its streams) */
+    bool no_overwrite;
     pf_device *dev;             /* where the device stages run (NVDEC decodes there) */
     /* latency mode: one frame in flight (the reader waits for the writer) */
     bool gate;
@@ -57,7 +61,7 @@ struct seg_job {
     pf_video_info info;
     /* encoder and trim options (--codec ... --no-audio; cmd_segment.c) */
     const char *codec, *preset; /* NULL = the writer's defaults */
-    int crf;                    /* -1 = codec default, -2 = not given */
+    int crf;                    /* -2 = not given (the writer's default) */
     int64_t bitrate;            /* bits/s, 0 = not given */
     int64_t max_frames;         /* --frames, 0 = all */
     double start_s, duration_s; /* --start/--duration; duration 0 = to the end */
@@ -68,8 +72,6 @@ struct seg_job {
     atomic_int write_failed;    /* closing a video writer failed (reported) */
     atomic_int output_failed;   /* one of several streams: its output failed
                                    (reported); its reader ends the stream */
-    atomic_int progress_shown;  /* a progress line is on the terminal */
-    bool tty;
     /* Several video inputs in one pipeline (segment_multi.c): the parent
      * job holds one job per stream (its input, reader, outputs, counts);
      * the shared stages (model, compositor) use the parent's settings. */
@@ -92,19 +94,32 @@ struct seg_job {
 
 /* Inputs and names (segment_inputs.c) ---------------------------------------------------- */
 
-/* Resolves --model (NULL, "selfie", "landscape" or a path) into job->model.
- * Names are searched in $PIXFLOW_MODELS, the source tree the executable was
- * built in (its directory and parents), and the current directory. Prints
- * the error; false on failure. */
+/* Resolves the model (NULL, "selfie", "landscape" or a path: pf_model_find)
+ * into job->model. Reports the error; false on failure. */
 bool seg_find_model(seg_job *job, const char *arg);
+
+/* Loads job->model for its input geometry (job->model_w/h, model_nhwc) and
+ * checks that it is a person segmenter (one image input, one one-channel
+ * mask output). Reports the error; false on failure. */
+bool seg_read_model(seg_job *job);
+
+/* The background spec: NULL/"blur", "none", "#RRGGBB" or an image file.
+ * check: PF_ERR_INVALID for a bad colour or an empty spec (not reported);
+ * load: fills job->bg/color/bg_image (an image that cannot be read is
+ * reported and its status returned). */
+pf_status seg_check_background(const char *spec);
+pf_status seg_load_background(seg_job *job, const char *spec);
+/* The compositor's background for the job's settings (the image, if any,
+ * still to be set where the compositor runs). */
+void seg_background(const seg_job *job, pf_background *bg);
 
 /* Fills job->kind and job->inputs from the positional arguments: "-" (Y4M on
  * stdin), a video file, an image, a directory of images or a glob. Opens the
- * video reader. Prints the error naming the file; false on failure. */
+ * video reader. Reports the error naming the file; false on failure. */
 bool seg_collect_inputs(seg_job *job, const char *const *args, int n);
 
 /* Chooses job->output (from -o or the default) and job->mask_out; creates
- * directories. Prints the error; false on failure. */
+ * directories. Reports the error; false on failure. */
 bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg);
 
 /* Refuses, before anything is written, outputs that would destroy an input
@@ -113,7 +128,7 @@ bool seg_plan_outputs(seg_job *job, const char *out_arg, const char *mask_arg);
  * device and inode: hard links and symlinks too); two inputs whose outputs
  * land on one file (a.png and a.jpg masks, dir1/a.png and dir2/a.png),
  * naming both inputs and the output; two outputs on one file; and, with -n,
- * an output that exists. Prints the error; false on refusal. */
+ * an output that exists. Reports the error; false on refusal. */
 bool seg_check_outputs(seg_job *job, const char *trace);
 
 /* The output path of image i (inside job->output when it is a directory). */
@@ -123,7 +138,7 @@ void seg_job_free(seg_job *job);
 
 /* Adds `path` as job's one video input and opens its reader. */
 bool seg_open_video(seg_job *job, const char *path);
-/* Creates a directory and its parents (mkdir -p). Prints the error. */
+/* Creates a directory and its parents (mkdir -p). Reports the error. */
 bool seg_make_dir(seg_job *job, const char *dir);
 /* An input's stem (pf_io_url_name for a URL). */
 void seg_stem(const char *path, char *out, size_t size);
@@ -148,9 +163,10 @@ bool seg_expand_pattern(const char *pattern, const char *input, int index, char 
  * its reader (a file that cannot be opened is an error here, before the
  * start) and its outputs from the -o / --mask-out patterns, which must
  * contain {name} or {index} (-o null excepted). Refuses outputs shared by
- * two streams or that are an input. Prints the error; returns a CLI exit
- * code (CLI_EXIT_OK, CLI_EXIT_USAGE, CLI_EXIT_FAIL). */
-int seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out_arg,
+ * two streams or that are an input. PF_ERR_INVALID (not reported, named
+ * in pf_last_error) for a "-" among them or an output without a pattern;
+ * other failures are reported. */
+pf_status seg_multi_plan(seg_job *job, const char *const *args, int n, const char *out_arg,
                    const char *mask_arg, const char *trace, bool realtime);
 
 /* True when several positional arguments include a video (file or URL). */
@@ -158,12 +174,17 @@ bool seg_multi_wanted(const char *const *args, int n);
 
 void seg_multi_free(seg_job *job);
 
-/* Prints "pixflow segment: " + message on stderr, clearing a progress line. */
+/* Reports an error through the job's sink. */
 void seg_error(seg_job *job, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* f32 [..., H, W] in [0, 1] (host, contiguous) -> GRAY8 H x W, rounded and
+ * clamped (NaN -> 0); *gray is (re)allocated on the host when its size
+ * differs. PF_ERR_INVALID for another tensor. */
+pf_status seg_mask_to_gray(const pf_tensor *t, pf_frame *gray);
 
 /* Stages (segment_stages.c) ----------------------------------------------------------------- */
 
