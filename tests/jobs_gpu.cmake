@@ -17,3 +17,12 @@ if(PF_BUILD_TOOLS)
                          SKIP_RETURN_CODE 77)
   endforeach()
 endif()
+
+# Segment over two GPUs (skips with fewer): tests/segment_multigpu.sh.
+if(PF_BUILD_TOOLS)
+  add_test(NAME segment_multigpu
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/segment_multigpu.sh $<TARGET_FILE:pixflow_cli>
+            $<TARGET_FILE:job_compare> ${PROJECT_SOURCE_DIR}
+            ${CMAKE_CURRENT_BINARY_DIR}/segment_multigpu)
+  set_tests_properties(segment_multigpu PROPERTIES LABELS cuda TIMEOUT 600 SKIP_RETURN_CODE 77)
+endif()

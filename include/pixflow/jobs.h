@@ -108,6 +108,7 @@ typedef struct pf_job_stream {
     double fps, latency_p50_ms, latency_p99_ms;
     double gap_s;            /* live: seconds without frames while reconnecting */
     const char *error;       /* why it left the run, NULL if it did not */
+    const char *device;      /* where it ran: "cpu", "cuda:1" */
 } pf_job_stream;
 
 typedef enum pf_reproject_stage {
@@ -224,6 +225,13 @@ typedef struct pf_segment_params {
     const char *mask_out;    /* NULL = none; 8-bit masks: a directory, a file or a URL */
     const char *model;       /* NULL or "selfie", "landscape", or a model file (pf_model_find) */
     pf_device *device;       /* NULL = pf_device_select(NULL); borrowed, must outlive the job */
+    /* Several GPUs (several video inputs only): devices[0..num_devices) replace `device`;
+     * each input's stream runs on one of them (decode, preprocess, a model replica with its
+     * own batches, composite), input i on devices[device_of[i]] when device_of is given,
+     * else on devices[i % num_devices] (round-robin). Borrowed; NULL/0 = `device` alone. */
+    pf_device *const *devices;
+    int num_devices;
+    const int *device_of;    /* num_inputs indices into devices, or NULL */
     const char *background;  /* NULL = "blur" ("none" with alpha), "#RRGGBB", "none", or an
                                 image file */
     bool alpha;              /* RGBA output with the mask as alpha (PNG, .mov/.mkv/.webm) */

@@ -42,6 +42,7 @@ typedef struct seg_task {
     int64_t t0_ns;
     int64_t total;             /* frames expected, <= 0 unknown */
     char busiest[64];
+    char devices[256];         /* several GPUs: "cuda:0,cuda:1" */
     pf_job_stream *streams;    /* the result's */
 } seg_task;
 
@@ -108,6 +109,22 @@ static pf_status check_params(const pf_segment_params *p)
     if (p->output_timeout_ms < 0 || p->output_timeout_ms > 3600000)
         return pf_set_error(PF_ERR_INVALID, "output_timeout_ms %lld: expected 0..3600000",
                             (long long)p->output_timeout_ms);
+    if (p->num_devices < 0 || p->num_devices > SEG_MAX_DEVICES ||
+        (p->num_devices > 0 && !p->devices))
+        return pf_set_error(PF_ERR_INVALID, "num_devices %d: expected 0..%d with devices[]",
+                            p->num_devices, SEG_MAX_DEVICES);
+    for (int i = 0; i < p->num_devices; i++) {
+        if (!p->devices[i]) return pf_set_error(PF_ERR_INVALID, "devices[%d]: NULL", i);
+        for (int k = 0; k < i; k++)
+            if (p->devices[k] == p->devices[i])
+                return pf_set_error(PF_ERR_INVALID, "devices[%d]: %s is also devices[%d]", i,
+                                    pf_device_spec(p->devices[i]), k);
+    }
+    for (int i = 0; p->device_of && i < p->num_inputs; i++)
+        if (p->device_of[i] < 0 || p->device_of[i] >= (p->num_devices ? p->num_devices : 1))
+            return pf_set_error(PF_ERR_INVALID, "device_of[%d] %d: expected 0..%d (an index "
+                                "into devices)", i, p->device_of[i],
+                                (p->num_devices ? p->num_devices : 1) - 1);
     if (p->output_options && !strchr(p->output_options, '='))
         return pf_set_error(PF_ERR_INVALID, "output_options '%s': expected key=value[:key=value...]",
                             p->output_options);
@@ -282,43 +299,67 @@ static pf_status build(seg_task *t, pf_pipeline **out, char *err, size_t errsize
                                {"precision", gpu ? "fp16" : "fp32", 0},
                                {"reserve", t->latency || paced ? "true" : "false", 0}};
     pf_stage_param post_kv[] = {{"alpha", alpha, 0}, {"size", "frame", 0}};
-    pf_stage *s[6] = {NULL};
-    /* Several inputs: one reader per stream, all into preprocess (a muxer:
-     * round-robin batches across the streams), a demux after the
-     * compositor and one writer per stream. */
+    /* One input: read -> preprocess -> infer -> mask -> composite -> write.
+     * Several: one reader per stream, all into preprocess (a muxer:
+     * round-robin batches across the streams), a demux after the compositor
+     * and one writer per stream. Several GPUs: that chain once per device
+     * (a model replica each, batches formed per device), fed by the streams
+     * assigned to it; the demux of each routes its streams to their writers. */
     int ns = job->num_streams;
+    const int nchains = ns > 0 && job->ndevs > 1 ? job->ndevs : 1;
     pf_stage **reads = ns > 0 ? calloc((size_t)ns, sizeof *reads) : NULL;
     pf_stage **writes = ns > 0 ? calloc((size_t)ns, sizeof *writes) : NULL;
-    if (ns > 0 && (!reads || !writes)) st = PF_ERR_NOMEM;
+    char *routes = ns > 0 ? malloc((size_t)ns * 24 + 1) : NULL;
+    if (ns > 0 && (!reads || !writes || !routes)) st = PF_ERR_NOMEM;
     for (int i = 0; i < ns && st == PF_OK; i++) st = seg_add_source(p, &job->streams[i], &reads[i]);
+    pf_stage *s[6] = {NULL};
     if (st == PF_OK && ns == 0) st = seg_add_source(p, job, &s[0]);
-    if (st == PF_OK)
-        st = add_builtin(p, "ops.preprocess", "preprocess", dev, pre_kv, 4, t->batch, &s[1]);
-    if (st == PF_OK)
-        st = add_builtin(p, "nn.infer", "infer", dev, inf_kv, 3, t->batch, &s[2]);
-    /* The mask goes to the frame's size only when it is written out;
-     * composite samples the model's mask at every pixel anyway. */
-    if (st == PF_OK)
-        st = add_builtin(p, "ops.mask_post", "mask", dev, post_kv, job->mask_out[0] ? 2 : 1,
-                         1, &s[3]);
-    if (st == PF_OK) st = seg_add_composite(p, job, dev, &s[4]);
-    if (st == PF_OK && ns == 0) st = seg_add_sink(p, job, &s[5]);
-    if (st == PF_OK && ns > 0)
-        st = add_builtin(p, "demux", "demux", dev, NULL, 0, 1, &s[5]);
-    for (int i = 0; i < ns && st == PF_OK; i++) st = seg_add_sink(p, &job->streams[i], &writes[i]);
-    pf_edge_params e = pf_edge_params_default();
-    for (int i = 0; i < ns && st == PF_OK; i++) {
-        e.capacity = t->latency ? 2 : t->batch + 8;
-        st = pf_pipeline_connect(p, reads[i], s[1], &e);
+    for (int g = 0; g < nchains && st == PF_OK; g++) {
+        pf_device *cdev = nchains > 1 ? job->devs[g] : dev;
+        char sfx[16] = "", names[5][48];
+        if (nchains > 1) snprintf(sfx, sizeof sfx, "_gpu%d", g);
+        static const char *const base[5] = {"preprocess", "infer", "mask", "composite", "demux"};
+        for (int k = 0; k < 5; k++) snprintf(names[k], sizeof names[k], "%s%s", base[k], sfx);
+        st = add_builtin(p, "ops.preprocess", names[0], cdev, pre_kv, 4, t->batch, &s[1]);
+        if (st == PF_OK)
+            st = add_builtin(p, "nn.infer", names[1], cdev, inf_kv, 3, t->batch, &s[2]);
+        /* The mask goes to the frame's size only when it is written out;
+         * composite samples the model's mask at every pixel anyway. */
+        if (st == PF_OK)
+            st = add_builtin(p, "ops.mask_post", names[2], cdev, post_kv,
+                             job->mask_out[0] ? 2 : 1, 1, &s[3]);
+        if (st == PF_OK) st = seg_add_composite(p, job, cdev, names[3], &s[4]);
+        if (st == PF_OK && ns == 0) st = seg_add_sink(p, job, &s[5]);
+        /* The demux's routes: this chain's streams (source id = input
+         * position) to its outputs in connect order. */
+        size_t rl = 0;
+        int outs = 0;
+        if (routes) routes[0] = '\0';
+        for (int i = 0; i < ns && nchains > 1; i++)
+            if (job->streams[i].dev == cdev)
+                rl += (size_t)snprintf(routes + rl, 24, "%s%d:%d", rl ? "," : "", i, outs++);
+        pf_stage_param dm_kv[] = {{"routes", routes, 0}};
+        if (st == PF_OK && ns > 0)
+            st = add_builtin(p, "demux", names[4], cdev, nchains > 1 ? dm_kv : NULL,
+                             nchains > 1 ? 1 : 0, 1, &s[5]);
+        pf_edge_params e = pf_edge_params_default();
+        for (int i = 0; i < ns && st == PF_OK; i++) {
+            if (job->streams[i].dev != cdev && nchains > 1) continue;
+            e.capacity = t->latency ? 2 : t->batch + 8;
+            st = pf_pipeline_connect(p, reads[i], s[1], &e);
+        }
+        for (int i = ns > 0 ? 1 : 0; i + 1 < 6 && st == PF_OK; i++) {
+            e.capacity = t->latency ? 2 : i < 2 ? t->batch + 8 : 8;
+            st = pf_pipeline_connect(p, s[i], s[i + 1], &e);
+        }
+        for (int i = 0; i < ns && st == PF_OK; i++) {
+            if (job->streams[i].dev != cdev && nchains > 1) continue;
+            if ((st = seg_add_sink(p, &job->streams[i], &writes[i])) != PF_OK) break;
+            e.capacity = t->latency ? 2 : 8;
+            st = pf_pipeline_connect(p, s[5], writes[i], &e);
+        }
     }
-    for (int i = ns > 0 ? 1 : 0; i + 1 < 6 && st == PF_OK; i++) {
-        e.capacity = t->latency ? 2 : i < 2 ? t->batch + 8 : 8;
-        st = pf_pipeline_connect(p, s[i], s[i + 1], &e);
-    }
-    for (int i = 0; i < ns && st == PF_OK; i++) {
-        e.capacity = t->latency ? 2 : 8;
-        st = pf_pipeline_connect(p, s[5], writes[i], &e);
-    }
+    free(routes);
     free(reads);
     free(writes);
     if (st != PF_OK) {
@@ -376,6 +417,13 @@ static void gather(seg_task *t, double elapsed_s, pf_job_result *r)
     r->batch = t->batch;
     const pf_device_props *dp = job->dev ? pf_device_props_get(job->dev) : NULL;
     r->device = job->dev ? pf_device_spec(job->dev) : "cpu";
+    if (job->ndevs > 1) {
+        size_t k = 0;
+        for (int i = 0; i < job->ndevs && k < sizeof t->devices; i++)
+            k += (size_t)snprintf(t->devices + k, sizeof t->devices - k, "%s%s", i ? "," : "",
+                                  pf_device_spec(job->devs[i]));
+        r->device = t->devices;
+    }
     r->device_name = dp ? dp->name : "";
     r->model = job->model;
     r->model_width = job->model_w;
@@ -390,6 +438,7 @@ static void gather(seg_task *t, double elapsed_s, pf_job_result *r)
                                                 sizeof sj->output_shown);
         s->output_failed = atomic_load(&sj->output_failed) != 0;
         s->live = sj->live;
+        s->device = sj->dev ? pf_device_spec(sj->dev) : "cpu";
         s->frames = atomic_load(&sj->frames_done);
         if (sj->stream_error[0]) {
             s->error = sj->stream_error;
@@ -517,6 +566,9 @@ static pf_status prepare(seg_task *t, const pf_segment_params *p)
 {
     seg_job *job = &t->job;
     pf_status st;
+    if (job->ndevs > 1 && !seg_multi_wanted(p->inputs, p->num_inputs))
+        return pf_set_error(PF_ERR_INVALID, "devices: %d devices need several video inputs "
+                            "(one stream runs on one device)", job->ndevs);
     if (seg_multi_wanted(p->inputs, p->num_inputs)) {
         /* Several inputs, one pipeline (segment_multi.c). */
         if (!seg_find_model(job, p->model) || !seg_read_model(job)) return PF_ERR_FORMAT;
@@ -576,7 +628,10 @@ pf_status pf_segment_start(const pf_segment_params *p, pf_job **out)
     if (job->alpha && !bg) bg = "none";
     st = seg_load_background(job, bg);
     if (st == PF_OK && job->bg == SEG_BG_IMAGE) job->bg_path = keep(t, 3, bg);
-    job->dev = p->device;
+    job->dev = p->num_devices > 0 ? p->devices[0] : p->device;
+    job->ndevs = p->num_devices;
+    for (int i = 0; i < p->num_devices; i++) job->devs[i] = p->devices[i];
+    job->device_of = p->device_of;
     if (st == PF_OK && !job->dev && (st = pf_device_select(NULL, &job->dev)) != PF_OK)
         seg_error(job, "device: %s", pf_last_error());
     if (st == PF_OK) {

@@ -16,6 +16,7 @@
 #include "pixflow/pixflow.h"
 
 #define SEG_PATH_MAX 4096
+#define SEG_MAX_DEVICES 16
 
 typedef enum seg_kind {
     SEG_IMAGES = 0,    /* one or more image files (a directory, a glob, a list) */
@@ -51,6 +52,12 @@ struct seg_job {
     const jobs_sink *sink;      /* messages (the parent's for its streams) */
     bool no_overwrite;
     pf_device *dev;             /* where the device stages run (NVDEC decodes there) */
+    /* Several GPUs (the parent of several streams): the devices, and each
+     * input's index into them (segment_multi.c assigns; a stream's dev is
+     * its device). ndevs <= 1: everything on dev. */
+    pf_device *devs[SEG_MAX_DEVICES];
+    int ndevs;
+    const int *device_of;       /* borrowed from the params, or NULL (round-robin) */
     /* latency mode: one frame in flight (the reader waits for the writer) */
     bool gate;
     pthread_mutex_t gate_mu;
@@ -194,7 +201,8 @@ typedef struct seg_stages seg_stages;
  * the video reader decodes there (NVDEC; frames stay in device memory). */
 pf_status seg_add_source(pf_pipeline *p, seg_job *job, pf_stage **src);
 /* Adds the compositor on `dev` (an image background is uploaded there). */
-pf_status seg_add_composite(pf_pipeline *p, seg_job *job, pf_device *dev, pf_stage **out);
+pf_status seg_add_composite(pf_pipeline *p, seg_job *job, pf_device *dev, const char *name,
+                            pf_stage **out);
 /* Adds the writer: outputs, masks, counting; on the CPU, except for -o null
  * without masks on a GPU, where it only waits for the device work (so
  * nothing is downloaded). Either way an item counts as done once its

@@ -231,11 +231,17 @@ pf_status seg_multi_plan(seg_job *job, const char *const *args, int n, const cha
     }
     job->kind = SEG_VIDEO;
     job->input_label = "streams";
+    /* Several GPUs: each stream on one device (the caller's list, else
+     * round-robin), its NVDEC sessions shared with that device's streams. */
+    int per_dev[SEG_MAX_DEVICES] = {0};
+    for (int i = 0; i < n; i++)
+        per_dev[job->ndevs > 1 ? (job->device_of ? job->device_of[i] : i % job->ndevs) : 0]++;
     for (int i = 0; i < n; i++) {
         seg_job *s = &job->streams[i];
         job->num_streams = i + 1;
         s->kind = SEG_VIDEO;
-        s->dev = job->dev;
+        int d = job->ndevs > 1 ? (job->device_of ? job->device_of[i] : i % job->ndevs) : 0;
+        s->dev = job->ndevs > 1 ? job->devs[d] : job->dev;
         s->gate = job->gate;
         pthread_mutex_init(&s->gate_mu, NULL);
         pthread_cond_init(&s->gate_cv, NULL);
@@ -263,7 +269,7 @@ pf_status seg_multi_plan(seg_job *job, const char *const *args, int n, const cha
          * holds: 150 cameras x 160 frames of 1080p would be 75 GB of
          * decoder pools, 150 x 25 is 12 GB. */
         s->reader_pool = 256 / n + 24 > 160 ? 160 : 256 / n + 24;
-        s->hw_share = n; /* NVDEC engines spread over the streams */
+        s->hw_share = per_dev[d]; /* NVDEC engines spread over the device's streams */
         s->input_label = pf_io_redact(args[i], s->input_shown, sizeof s->input_shown);
         if ((!job->null_output &&
              !seg_expand_pattern(out_arg, args[i], i, outs[i].out, sizeof outs[i].out)) ||

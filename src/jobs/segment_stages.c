@@ -260,7 +260,8 @@ void seg_background(const seg_job *job, pf_background *bg)
     memcpy(bg->color, job->color, 3);
 }
 
-pf_status seg_add_composite(pf_pipeline *p, seg_job *job, pf_device *dev, pf_stage **out)
+pf_status seg_add_composite(pf_pipeline *p, seg_job *job, pf_device *dev, const char *name,
+                            pf_stage **out)
 {
     seg_comp *s = calloc(1, sizeof *s);
     if (!s) return PF_ERR_NOMEM;
@@ -271,7 +272,7 @@ pf_status seg_add_composite(pf_pipeline *p, seg_job *job, pf_device *dev, pf_sta
     seg_background(job, &s->bg);
     /* Video frames are converted with their own colour (comp_process). */
     pf_stage_desc d = pf_stage_desc_default();
-    d.name = "composite";
+    d.name = name;
     d.process = comp_process;
     d.stop = comp_stop;
     d.destroy = comp_destroy;

@@ -40,7 +40,10 @@ static const cli_option seg_options[] = {
     {"mask-out", "PATH", "also write 8-bit masks: a directory, a file or a URL"},
     {"alpha", NULL, "RGBA output (PNG, or .mov/.mkv/.webm video) with the mask as alpha"},
     {"model", "MODEL", "selfie (default), landscape, or a model file path"},
-    {"device", "SPEC", "auto, cpu, cuda, cuda:N (default: $PIXFLOW_DEVICE or auto)"},
+    {"device", "SPEC", "auto, cpu, cuda, cuda:N (default: $PIXFLOW_DEVICE or auto); several "
+                       "videos: a list cuda:0,cuda:1 or cuda:all spreads the streams over GPUs"},
+    {"assign", "LIST", "several GPUs: input i on the device at position LIST[i] of --device "
+                       "(e.g. 0,0,1,1; default round-robin)"},
     {"batch", "N", "frames per inference batch in throughput mode (default 8 CPU, 64 GPU)"},
     {"latency", NULL, "one frame at a time: lowest per-frame latency"},
     {"smooth", "A", "temporal smoothing of video masks, weight of the new mask (0.6; 1 = off); "
@@ -325,6 +328,7 @@ static void print_text(FILE *f, const pf_job_result *r)
                 s->latency_p99_ms);
         if (s->live)
             fprintf(f, ", %lld reconnects, gap %.2f s", (long long)s->reconnects, s->gap_s);
+        if (strchr(r->device, ',')) fprintf(f, ", on %s", s->device);
         if (s->error) fprintf(f, ", FAILED: %s", s->error);
         fprintf(f, "\n");
     }
@@ -374,6 +378,7 @@ static void print_json(FILE *f, const pf_job_result *r)
             cli_json_int(&j, "reconnects", s->reconnects);
             cli_json_double(&j, "gap_s", s->gap_s);
             cli_json_string(&j, "error", s->error);
+            cli_json_string(&j, "device", s->device);
             cli_json_object_end(&j);
         }
         cli_json_array_end(&j);
@@ -464,10 +469,54 @@ int cmd_segment(int argc, char **argv)
     rc = check_background(sp.background);
     if (rc != CLI_EXIT_OK) return rc;
     const char *spec = cli_value(seg_options, &a, "device");
-    pf_status st = pf_device_select(spec, &sp.device);
+    pf_device *devs[16];
+    int ndevs = 0;
+    pf_status st = PF_OK;
+    if (spec && (strchr(spec, ',') || !strcmp(spec, "cuda:all"))) {
+        /* Several GPUs: a list, or every CUDA device. */
+        if (!strcmp(spec, "cuda:all")) {
+            for (int i = 0; i < pf_device_count(PF_DEVICE_CUDA) && ndevs < 16 && st == PF_OK; i++)
+                st = pf_device_get(PF_DEVICE_CUDA, i, &devs[ndevs++]);
+            if (st == PF_OK && ndevs == 0) {
+                fprintf(stderr, "pixflow segment: --device cuda:all: no CUDA device\n");
+                return CLI_EXIT_FAIL;
+            }
+        } else {
+            char list[256];
+            snprintf(list, sizeof list, "%s", spec);
+            for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && st == PF_OK;
+                 tok = strtok_r(NULL, ",", &save)) {
+                if (ndevs == 16) return usage_error("--device '%s': at most 16 devices", spec);
+                st = pf_device_select(tok, &devs[ndevs++]);
+            }
+        }
+        sp.devices = devs;
+        sp.num_devices = ndevs;
+        if (st == PF_OK) sp.device = devs[0];
+    } else {
+        st = pf_device_select(spec, &sp.device);
+    }
     if (st != PF_OK) {
         fprintf(stderr, "pixflow segment: --device: %s\n", pf_last_error());
         return st == PF_ERR_INVALID ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+    }
+    int assign[CLI_MAX_POSITIONAL];
+    if ((v = cli_value(seg_options, &a, "assign"))) {
+        int k = 0;
+        const char *q = v;
+        while (*q && k < a.positional_count) {
+            char *end = NULL;
+            long x = strtol(q, &end, 10);
+            if (end == q || x < 0 || x >= (ndevs ? ndevs : 1) || (*end && *end != ','))
+                return usage_error("--assign '%s': expected one device position (0.. the "
+                                   "number of --device entries - 1) per input, comma-separated",
+                                   v);
+            assign[k++] = (int)x;
+            q = *end ? end + 1 : end;
+        }
+        if (k != a.positional_count || *q)
+            return usage_error("--assign '%s': expected one device position per input", v);
+        sp.device_of = assign;
     }
     sp.output = cli_value(seg_options, &a, "output");
     sp.mask_out = cli_value(seg_options, &a, "mask-out");
