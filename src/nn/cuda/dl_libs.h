@@ -68,6 +68,7 @@
 
 #define PF_CUBLAS_FUNCS(X) \
     X(cublasGetProperty) \
+    X(cublasGetVersion) \
     X(cublasGetStatusString) \
     X(cublasCreate) \
     X(cublasDestroy) \
@@ -149,6 +150,7 @@ void pf_cux_libs_testing_reload(const char *cudnn, const char *cublas, const cha
 #define cudnnConvolutionBackwardData pf_cudnn.cudnnConvolutionBackwardData
 
 #define cublasGetProperty pf_cublas.cublasGetProperty
+#define cublasGetVersion_v2 pf_cublas.cublasGetVersion_v2
 #define cublasGetStatusString pf_cublas.cublasGetStatusString
 #define cublasCreate_v2 pf_cublas.cublasCreate_v2
 #define cublasDestroy_v2 pf_cublas.cublasDestroy_v2
