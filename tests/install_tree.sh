@@ -104,7 +104,10 @@ grep -q '^ *"cuda": true' "$tmp/info.json" && cuda=1
 note "installed pixflow $version (cuda $cuda) runs from $PWD"
 
 astronaut=$src/.data/astronaut.png
-if nm -D --defined-only "$p/$libdir/libpixflow.so" | grep -qw pf_model_find; then
+# (Whole outputs into grep: with pipefail, `cmd | grep -q` fails when grep
+# stops reading early and cmd gets SIGPIPE.)
+exports=$(nm -D --defined-only "$p/$libdir/libpixflow.so")
+if grep -qw pf_model_find <<<"$exports"; then
     if [ $have_models = 1 ] && [ -f "$astronaut" ]; then
         "$p/$bindir/pixflow" segment "$astronaut" -o out.png --json >"$tmp/seg.json" ||
             fail "installed pixflow segment (no PIXFLOW_MODELS)"
@@ -154,7 +157,8 @@ if [ $static_ok = 1 ]; then
         "$src/tests/consumer/main.c" "$p/$libdir/libpixflow.a" \
         $(pkg-config --static --libs pixflow | sed 's/-lpixflow\b//') >"$tmp/static.log" 2>&1 ||
         { cat "$tmp/static.log"; fail "pkg-config --static consumer: link"; }
-    readelf -d "$tmp/make-build/consumer-static" | grep -q 'libpixflow' &&
+    static_dyn=$(readelf -d "$tmp/make-build/consumer-static")
+    grep -q 'libpixflow' <<<"$static_dyn" &&
         fail "the static consumer needs libpixflow.so"
 fi
 [ $pc_ok = 1 ] || note "no pkg-config or make here: pkg-config consumers skipped"
