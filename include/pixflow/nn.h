@@ -205,6 +205,27 @@ typedef struct pf_nn_node_time {
 PF_API pf_status pf_nn_exec_profile(pf_nn_exec *x, int batch, pf_nn_node_time *times, int cap,
                                     int *n);
 
+/* Run-time libraries --------------------------------------------------------- */
+
+/* A library the nn executors load at run time instead of linking it. A
+ * CUDA build loads cuDNN and cuBLAS (with cuBLASLt) only when the CUDA
+ * executor is first made, so libpixflow loads and runs on the CPU where they
+ * are absent; the CUDA executor then fails with PF_ERR_UNSUPPORTED naming
+ * the missing library. */
+typedef struct pf_nn_library {
+    const char *name;       /* "cuDNN", "cuBLAS", "cuBLASLt" (static storage) */
+    const char *soname;     /* the file looked for, e.g. "libcudnn.so.9" (static storage) */
+    bool loaded;            /* found, with every function pixflow uses */
+    char version[32];       /* the loaded library's own version ("9.14.0"), else "" */
+    char path[256];         /* where it was loaded from, else "" */
+    char detail[256];       /* why it is not usable, else "" */
+} pf_nn_library;
+
+/* Fills up to `cap` entries of `out` (may be NULL with cap 0) and returns
+ * how many libraries this build loads at run time (0 without CUDA). Loads
+ * them on the first call (tens of milliseconds). Thread-safe. */
+PF_API int pf_nn_libraries(pf_nn_library *out, int cap);
+
 /* Test data ------------------------------------------------------------------ */
 
 /* Reads an ONNX TensorProto file (the conformance cases' input_k.pb and

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/sys.h"
+#include "dl.h"
 #include "nvml.h"
 
 #define NVML_LIBRARY "libnvidia-ml.so.1"
@@ -39,15 +40,6 @@ typedef struct handle_entry {
 static handle_entry g_handles[MAX_HANDLES];
 static int g_handle_count;
 
-/* dlsym returns void *; POSIX guarantees it converts to a function pointer,
- * ISO C does not, so copy the bits rather than cast. */
-_Static_assert(sizeof(void *) == sizeof(void (*)(void)), "function pointers differ from void *");
-#define RESOLVE(lib, slot, name) \
-    do { \
-        void *sym_ = dlsym((lib), (name)); \
-        memcpy(&(slot), &sym_, sizeof sym_); \
-    } while (0)
-
 static const char *nvml_error(const pf_nvml_fns *f, pf_nvmlReturn_t rc)
 {
     const char *s = f->error_string ? f->error_string(rc) : NULL;
@@ -61,29 +53,23 @@ static void nvml_load_locked(void)
     g_state = NVML_MISSING;
     memset(&g_fns, 0, sizeof g_fns);
 
-    dlerror();
-    void *lib = dlopen(NVML_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *why = dlerror();
-        snprintf(g_detail, sizeof g_detail, "%s not found (dlopen: %s)", NVML_LIBRARY,
-                 why ? why : "unknown error");
-        return;
-    }
+    void *lib = pf_dl_open(NVML_LIBRARY, g_detail, sizeof g_detail);
+    if (!lib) return;
 
     pf_nvml_fns f;
     memset(&f, 0, sizeof f);
-    RESOLVE(lib, f.init, "nvmlInit_v2");
-    RESOLVE(lib, f.error_string, "nvmlErrorString");
-    RESOLVE(lib, f.driver_version, "nvmlSystemGetDriverVersion");
-    RESOLVE(lib, f.handle_by_pci, "nvmlDeviceGetHandleByPciBusId_v2");
-    RESOLVE(lib, f.handle_by_index, "nvmlDeviceGetHandleByIndex_v2");
-    RESOLVE(lib, f.utilization, "nvmlDeviceGetUtilizationRates");
-    RESOLVE(lib, f.memory, "nvmlDeviceGetMemoryInfo");
-    RESOLVE(lib, f.temperature, "nvmlDeviceGetTemperature");
-    RESOLVE(lib, f.power_usage, "nvmlDeviceGetPowerUsage");
-    RESOLVE(lib, f.power_limit, "nvmlDeviceGetEnforcedPowerLimit");
-    RESOLVE(lib, f.clock, "nvmlDeviceGetClockInfo");
-    RESOLVE(lib, f.pcie_throughput, "nvmlDeviceGetPcieThroughput");
+    PF_DL_RESOLVE(lib, f.init, "nvmlInit_v2");
+    PF_DL_RESOLVE(lib, f.error_string, "nvmlErrorString");
+    PF_DL_RESOLVE(lib, f.driver_version, "nvmlSystemGetDriverVersion");
+    PF_DL_RESOLVE(lib, f.handle_by_pci, "nvmlDeviceGetHandleByPciBusId_v2");
+    PF_DL_RESOLVE(lib, f.handle_by_index, "nvmlDeviceGetHandleByIndex_v2");
+    PF_DL_RESOLVE(lib, f.utilization, "nvmlDeviceGetUtilizationRates");
+    PF_DL_RESOLVE(lib, f.memory, "nvmlDeviceGetMemoryInfo");
+    PF_DL_RESOLVE(lib, f.temperature, "nvmlDeviceGetTemperature");
+    PF_DL_RESOLVE(lib, f.power_usage, "nvmlDeviceGetPowerUsage");
+    PF_DL_RESOLVE(lib, f.power_limit, "nvmlDeviceGetEnforcedPowerLimit");
+    PF_DL_RESOLVE(lib, f.clock, "nvmlDeviceGetClockInfo");
+    PF_DL_RESOLVE(lib, f.pcie_throughput, "nvmlDeviceGetPcieThroughput");
 
     /* Without init or any way to find a device nothing else is usable; the
      * other symbols are optional (their fields stay 0). */

@@ -19,6 +19,10 @@
  *                              power_mw, power_limit_mw, sm_clock_mhz, mem_clock_mhz,
  *                              pcie_tx_kbps, pcie_rx_kbps, mem_used, mem_total})}
  *   nvml               object  {available, detail}
+ *   nn_libraries       array   libraries the nn executors load at run time (CUDA
+ *                              builds: cuDNN, cuBLAS, cuBLASLt; empty otherwise):
+ *                              {name, soname, loaded, version (string|null),
+ *                              path (string|null), detail (string|null)}
  *   selected_device    object  {spec, requested, source ("--device", "PIXFLOW_DEVICE"
  *                              or "default")}
  *   defaults           object  {device_allocator_cap_fraction, device_allocator_cap_bytes,
@@ -50,6 +54,7 @@
 
 
 #define MAX_DEVICES 64
+#define MAX_NN_LIBS 8
 
 static const cli_option info_options[] = {
     {"json", NULL, "print one JSON object instead of text (keys listed in cmd_info.c)"},
@@ -65,6 +70,7 @@ static void info_usage(FILE *f)
     fprintf(f, "usage: pixflow info [--json] [--device SPEC] [--self-check]\n\n"
                "Shows the version and build, the backends compiled in and whether they are\n"
                "usable, every device with its properties, NVML counters for NVIDIA GPUs, the\n"
+               "libraries loaded at run time (cuDNN, cuBLAS) with their versions, the\n"
                "device selected, and the pool defaults the pixflow jobs use.\n\n"
                "options:\n");
     cli_print_options(f, info_options);
@@ -92,6 +98,8 @@ typedef struct info_report {
     int device_count;
     bool nvml;
     char nvml_detail[256];
+    pf_nn_library nn_libs[MAX_NN_LIBS];
+    int nn_lib_count;
     pf_device *selected;
     const char *requested;
     const char *source;
@@ -132,6 +140,8 @@ static void gather(info_report *r)
         }
     }
     r->nvml = pf_nvml_available(r->nvml_detail, sizeof r->nvml_detail);
+    int n = pf_nn_libraries(r->nn_libs, MAX_NN_LIBS);
+    r->nn_lib_count = n < MAX_NN_LIBS ? n : MAX_NN_LIBS;
 }
 
 
@@ -209,6 +219,16 @@ static void print_text(const info_report *r)
     }
 
     printf("nvml:      %s: %s\n", r->nvml ? "available" : "not available", r->nvml_detail);
+    if (r->nn_lib_count == 0)
+        printf("nn libs:   none loaded at run time (CUDA not compiled in)\n");
+    for (int i = 0; i < r->nn_lib_count; i++) {
+        const pf_nn_library *l = &r->nn_libs[i];
+        printf("%s%-9s ", i ? "           " : "nn libs:   ", l->name);
+        if (l->loaded)
+            printf("%s (%s)\n", l->version, l->path[0] ? l->path : l->soname);
+        else
+            printf("not available: %s\n", l->detail);
+    }
 
     printf("selected:  %s (spec \"%s\" from %s", pf_device_spec(r->selected), r->requested,
            strcmp(r->source, "default") == 0 ? "the default; PIXFLOW_DEVICE is unset"
@@ -330,6 +350,20 @@ static void print_json(const info_report *r)
     cli_json_bool(&j, "available", r->nvml);
     cli_json_string(&j, "detail", r->nvml_detail);
     cli_json_object_end(&j);
+
+    cli_json_array_begin(&j, "nn_libraries");
+    for (int i = 0; i < r->nn_lib_count; i++) {
+        const pf_nn_library *l = &r->nn_libs[i];
+        cli_json_object_begin(&j, NULL);
+        cli_json_string(&j, "name", l->name);
+        cli_json_string(&j, "soname", l->soname);
+        cli_json_bool(&j, "loaded", l->loaded);
+        cli_json_string(&j, "version", l->version[0] ? l->version : NULL);
+        cli_json_string(&j, "path", l->path[0] ? l->path : NULL);
+        cli_json_string(&j, "detail", l->detail[0] ? l->detail : NULL);
+        cli_json_object_end(&j);
+    }
+    cli_json_array_end(&j);
 
     cli_json_object_begin(&j, "selected_device");
     cli_json_string(&j, "spec", pf_device_spec(r->selected));

@@ -300,6 +300,9 @@ static pf_status ctx_create(const pf_nn_exec_params *p, void **out)
     *out = NULL;
     if (p->precision != PF_NN_FP32 && p->precision != PF_NN_FP16)
         return pf_set_error(PF_ERR_INVALID, "nn cuda: unknown precision %d", (int)p->precision);
+    /* cuDNN and cuBLAS are loaded now, not linked (dl_libs.h). */
+    pf_status lst = pf_cux_libs_require();
+    if (lst != PF_OK) return lst;
     pf_cux_ctx *c = calloc(1, sizeof *c);
     if (!c) return pf_set_error(PF_ERR_NOMEM, "nn cuda: out of host memory");
     c->dev = p->device;

@@ -12,6 +12,7 @@
 #include "../backend.h"
 #include "../plan_cache.h"
 #include "cu_internal.h"
+#include "dl_libs.h" /* cuDNN/cuBLAS calls go through run-time loaded tables */
 
 typedef struct pf_cux_weight pf_cux_weight;
 
