@@ -11,7 +11,7 @@ if(PF_BUILD_TOOLS AND TARGET reproject_cli_ref)
       COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/queue_cli.sh ${case}
               $<TARGET_FILE:pixflow_cli> $<TARGET_FILE:reproject_cli_ref>
               ${CMAKE_CURRENT_BINARY_DIR}/queue_cli/${case})
-    set_tests_properties(cli_queue_${case} PROPERTIES LABELS cpu TIMEOUT 150
+    set_tests_properties(cli_queue_${case} PROPERTIES LABELS cpu TIMEOUT 300
                          SKIP_RETURN_CODE 77 ENVIRONMENT "PIXFLOW_DEVICE=cpu")
   endforeach()
 endif()

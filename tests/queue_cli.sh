@@ -84,7 +84,7 @@ worker() { # worker NAME [options...]: a background worker; its pid in WPID, log
   PIDS+=("$WPID")
 }
 wait_worker() { # wait_worker PID [SECONDS]: its exit status; killed (and 124) past the bound
-  local pid=$1 limit=${2:-90}
+  local pid=$1 limit=${2:-200}
   local end=$((SECONDS + limit))
   while kill -0 "$pid" 2>/dev/null; do
     if [ $SECONDS -ge $end ]; then
@@ -242,6 +242,25 @@ exactly_once)
   [ -e out ] && fail "a duplicate job was run again (out/ exists)"
   q results >results.jsonl
   [ "$(grep -c '"status":"done"' results.jsonl)" = 200 ] || fail "duplicates were recorded"
+  # A worker that goes silent (SIGSTOP) in the middle of a job loses it to
+  # another worker, which completes it; when the first one wakes up and
+  # finishes too, its result is detected as a duplicate and not recorded.
+  q add --id slow -- reproject "$WORK/in/a.png" -o "$WORK/slow" --views 2:90:48x32 >/dev/null
+  worker wa --visibility 1s
+  WA=$WPID
+  wait_for 30 "wa running the job" pgrep -P "$WA" -x pixflow >/dev/null
+  kill -STOP "$WA"
+  sleep 1.5
+  worker wb --visibility 1s --exit-when-empty --quiet
+  wait_worker "$WPID" || fail "worker wb exit status $?"
+  [ "$(json_num claimed wb.json)" = 1 ] && [ "$(json_num done wb.json)" = 1 ] || fail "wb: $(cat wb.json)"
+  kill -CONT "$WA"
+  wait_for 30 "wa settling its copy of the job" grep -q "was done meanwhile by another worker" wa.log
+  kill -TERM "$WA"
+  wait_worker "$WA" || fail "worker wa exit status $?"
+  [ "$(json_num duplicates wa.json)" = 1 ] && [ "$(json_num done wa.json)" = 0 ] || fail "wa: $(cat wa.json)"
+  q results >results.jsonl
+  [ "$(grep -c '"id":"slow"' results.jsonl)" = 1 ] || fail "the silent worker's job was recorded twice"
   ;;
 kill9)
   # Workers are killed with SIGKILL in the middle of a job (while their job's

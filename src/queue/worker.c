@@ -498,7 +498,7 @@ static void process(slot_ctx *s, const char *entry_id, const redisReply *fields,
             PF_LOGI("worker %s: job %s done in %.3f s", w->name, e.id, duration);
         } else if (rec == 0) {
             STAT_ADD(w, duplicates, 1);
-            PF_LOGI("worker %s: job %s was done meanwhile by another worker: result not recorded "
+            PF_LOGW("worker %s: job %s was done meanwhile by another worker: result not recorded "
                     "again", w->name, e.id);
         }
         pf_sbuf_free(&b);
