@@ -78,23 +78,38 @@ echo "machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 echo "redis-server $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/'), hiredis $(dpkg-query -W -f='${Version}' libhiredis0.14 2>/dev/null || echo '?')"
 echo
 
+# CPU time (user + system, s) of a process so far, from /proc.
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f", ($14 + $15) / hz}' "/proc/$1/stat"; }
+# Milliseconds between the first and the last result of queue $Q (the run
+# itself, without the workers' start and the --exit-when-empty wait).
+span_ms() { q results | sed -n 's/.*"finished_ms":\([0-9]*\).*/\1/p' | sort -n | sed -n '1p;$p' | paste -sd' ' | awk '{print $2 - $1}'; }
+
 # 1. The queue's own cost per job.
 make_jobs "$DRY_JOBS" dry dry.jsonl
 Q=dry1
 t0=$(now); q add --from dry.jsonl >/dev/null; t1=$(now)
 add_ms=$(echo "$t0 $t1 $DRY_JOBS" | awk '{printf "%.3f", ($2 - $1) * 1000 / $3}')
-s1=$(run_workers 1 --dry-run)
+r0=$(cpu_s "$REDIS_PID")
+TIMEFORMAT='%U %S'
+wcpu=$( { time "$PIXFLOW" worker --redis "$URL" --queue "$Q" --exit-when-empty --quiet --dry-run \
+          >/dev/null 2>&1; } 2>&1 )
+r1=$(cpu_s "$REDIS_PID")
+span1=$(span_ms)
 Q=dry4
 q add --from dry.jsonl >/dev/null
+r2=$(cpu_s "$REDIS_PID")
 s4=$(run_workers 4 --dry-run)
+r3=$(cpu_s "$REDIS_PID")
+span4=$(span_ms)
 [ "$(Q=dry1 q status --json | sed -n 's/^ *"done": \([0-9]*\).*/\1/p')" = "$DRY_JOBS" ] || echo "WARNING: dry1 not all done" >&2
-echo "| queue overhead ($DRY_JOBS no-op jobs, --dry-run) | workers | s | jobs/s | ms/job |"
-echo "|---|---|---|---|---|"
-for row in "1 $s1" "4 $s4"; do
-  set -- $row
-  echo "$DRY_JOBS $1 $2" | awk '{printf "| take + check + record + ack | %d | %.2f | %.0f | %.3f |\n", $2, $3, $1 / $3, $3 * 1000 / $1}'
-done
-echo "| submit (queue add --from, one connection) | - | - | - | $add_ms |"
+echo "| queue's own cost ($DRY_JOBS no-op jobs, worker --dry-run) | workers | wall ms/job (first to last result) | jobs/s | worker CPU µs/job | redis-server CPU µs/job |"
+echo "|---|---|---|---|---|---|"
+echo "$DRY_JOBS $span1 $wcpu $r0 $r1" | awk '{printf "| take + check + record + ack | 1 | %.3f | %.0f | %.0f | %.0f |\n", $2 / $1, $1 * 1000 / $2, ($3 + $4) * 1e6 / $1, ($6 - $5) * 1e6 / $1}'
+echo "$DRY_JOBS $span4 $r2 $r3" | awk '{printf "| take + check + record + ack | 4 | %.3f | %.0f | - | %.0f |\n", $2 / $1, $1 * 1000 / $2, ($4 - $3) * 1e6 / $1}'
+echo "| submit (queue add --from, one connection) | - | $add_ms | - | - | - |"
+echo
+echo "redis-benchmark on this machine (50 clients, no pipelining):"
+redis-benchmark -p "$PORT" -q -n 100000 -t set,get,sadd,xadd 2>/dev/null | tr '\r' '\n' | grep -v '^$' | grep 'requests per second' || true
 echo
 
 # 2. Reproject throughput.
