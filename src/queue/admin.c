@@ -315,18 +315,12 @@ struct pf_jobqueue {
     int unused;
 };
 
-static pf_status no_queue(void)
-{
-    return pf_set_error(PF_ERR_UNSUPPORTED,
-                        "pixflow was built without hiredis: no Redis queue (install "
-                        "libhiredis-dev and rebuild)");
-}
 
 pf_status pf_jobqueue_create(const pf_jobqueue_params *p, pf_jobqueue **out)
 {
     (void)p;
     if (out) *out = NULL;
-    return no_queue();
+    return pf_queue_unsupported();
 }
 void pf_jobqueue_destroy(pf_jobqueue **q)
 {
@@ -334,28 +328,28 @@ void pf_jobqueue_destroy(pf_jobqueue **q)
 }
 pf_status pf_jobqueue_add(pf_jobqueue *q, const pf_job_spec *job, char *id_out, size_t id_size)
 {
-    return no_queue();
+    return pf_queue_unsupported();
 }
 pf_status pf_jobqueue_add_json(pf_jobqueue *q, const char *json, size_t len, char *id_out,
                                size_t id_size)
 {
-    return no_queue();
+    return pf_queue_unsupported();
 }
-pf_status pf_jobqueue_counts_get(pf_jobqueue *q, pf_jobqueue_counts *out) { return no_queue(); }
+pf_status pf_jobqueue_counts_get(pf_jobqueue *q, pf_jobqueue_counts *out) { return pf_queue_unsupported(); }
 pf_status pf_jobqueue_results(pf_jobqueue *q, size_t max_entries, pf_jobqueue_entry_fn fn,
                               void *arg)
 {
-    return no_queue();
+    return pf_queue_unsupported();
 }
 pf_status pf_jobqueue_dead(pf_jobqueue *q, size_t max_entries, pf_jobqueue_entry_fn fn,
                            void *arg)
 {
-    return no_queue();
+    return pf_queue_unsupported();
 }
 pf_status pf_jobqueue_retry(pf_jobqueue *q, const char *job_id, int64_t *moved)
 {
-    return no_queue();
+    return pf_queue_unsupported();
 }
-pf_status pf_jobqueue_purge(pf_jobqueue *q, unsigned what, int64_t *deleted) { return no_queue(); }
+pf_status pf_jobqueue_purge(pf_jobqueue *q, unsigned what, int64_t *deleted) { return pf_queue_unsupported(); }
 
 #endif

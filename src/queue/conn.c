@@ -1,6 +1,7 @@
 /* One Redis connection with reconnection (conn.h says what is retried and
  * why that is safe). */
 #include "conn.h"
+#include "keys.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,9 +241,7 @@ pf_status pf_conn_open(pf_conn *c, const pf_redis_params *p)
 {
     memset(c, 0, sizeof *c);
     (void)p;
-    return pf_set_error(PF_ERR_UNSUPPORTED,
-                        "pixflow was built without hiredis: no Redis queue (install "
-                        "libhiredis-dev and rebuild)");
+    return pf_queue_unsupported();
 }
 
 void pf_conn_close(pf_conn *c)

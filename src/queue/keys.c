@@ -27,3 +27,10 @@ pf_status pf_queue_keys_make(const char *name, pf_queue_keys *k)
     snprintf(k->workers, sizeof k->workers, "pixflow:{%s}:workers", name);
     return PF_OK;
 }
+
+pf_status pf_queue_unsupported(void)
+{
+    return pf_set_error(PF_ERR_UNSUPPORTED,
+                        "pixflow was built without hiredis: no Redis queue (install "
+                        "libhiredis-dev and rebuild)");
+}

@@ -25,6 +25,9 @@ typedef struct pf_queue_keys {
 /* Checks the name (1..64 of [A-Za-z0-9._-]) and fills the key names. */
 pf_status pf_queue_keys_make(const char *name, pf_queue_keys *k);
 
+/* PF_ERR_UNSUPPORTED with the message of builds without hiredis. */
+pf_status pf_queue_unsupported(void);
+
 /* Creates the consumer group (and the stream) when missing (admin.c). */
 struct pf_conn;
 pf_status pf_queue_ensure_group(struct pf_conn *c, const pf_queue_keys *k);
@@ -101,7 +104,7 @@ pf_status pf_queue_ensure_group(struct pf_conn *c, const pf_queue_keys *k);
     "return out\n"
 
 /* KEYS: delayed jobs. ARGV: limit. Moves retries that are due into the
- * stream. */
+ * stream; returns how many retries were waiting (due or not). */
 #define PF_LUA_PROMOTE \
     "local t = redis.call('TIME')\n" \
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
@@ -111,7 +114,7 @@ pf_status pf_queue_ensure_group(struct pf_conn *c, const pf_queue_keys *k);
     "  redis.call('XADD', KEYS[2], '*', 'job', m)\n" \
     "  redis.call('ZREM', KEYS[1], m)\n" \
     "end\n" \
-    "return #due\n"
+    "return #due + redis.call('ZCARD', KEYS[1])\n"
 
 /* KEYS: jobs delayed done dead results workers. ARGV: group alive_ms.
  * {waiting, running, retrying, done, dead, results, workers alive}. */

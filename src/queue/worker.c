@@ -240,6 +240,7 @@ typedef struct slot_ctx {
     int index;
     pf_conn conn;
     unsigned rng;
+    char claim_cursor[64]; /* where XAUTOCLAIM goes on in the pending list */
 } slot_ctx;
 
 /* Runs a settle script; its integer reply (-1 on a non-integer reply). A
@@ -548,16 +549,21 @@ static bool is_nogroup(const redisReply *r)
     return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOGROUP", 7) == 0;
 }
 
-/* Moves due retries into the stream. */
-static pf_status promote(slot_ctx *s)
+/* Moves due retries into the stream: how many are waiting (moved or not
+ * yet due), or <0 when the connection is lost for good. */
+static int promote(slot_ctx *s)
 {
     const char *keys[] = {s->w->k.delayed, s->w->k.jobs};
     const char *args[] = {"100"};
     pf_status st;
     redisReply *r = pf_conn_eval(&s->conn, &st, PF_LUA_PROMOTE, 2, keys, 1, args, NULL);
-    if (!r) return st;
+    if (!r) {
+        if (st != PF_ERR_CANCELLED) set_fatal(s->w, st);
+        return -1;
+    }
+    int n = r->type == REDIS_REPLY_INTEGER ? (int)r->integer : 0;
     freeReplyObject(r);
-    return PF_OK;
+    return n;
 }
 
 /* How many times the entry was delivered (XPENDING), 0 when unknown. */
@@ -574,23 +580,34 @@ static long long deliveries_of(slot_ctx *s, const char *id)
     return n;
 }
 
-/* Claims one entry idle past the visibility timeout and processes it.
- * Returns 1 when one was processed, 0 when none, <0 on a fatal error. */
-static int claim_one(slot_ctx *s)
+/* One XAUTOCLAIM step from the slot's cursor: claims at most one entry idle
+ * past the visibility timeout and processes it. Returns 1 when one was
+ * processed, 0 when none, <0 on a fatal error; *wrapped when the scan of
+ * the pending list is complete (the cursor is back at 0-0). */
+static int claim_step(slot_ctx *s, bool *wrapped)
 {
     pf_worker *w = s->w;
     char idle[24];
     snprintf(idle, sizeof idle, "%lld", (long long)w->visibility_ms);
-    const char *argv[] = {"XAUTOCLAIM", w->k.jobs, PF_QUEUE_GROUP, w->name, idle, "0-0",
-                          "COUNT", "1"};
+    if (!s->claim_cursor[0]) snprintf(s->claim_cursor, sizeof s->claim_cursor, "0-0");
+    const char *argv[] = {"XAUTOCLAIM", w->k.jobs, PF_QUEUE_GROUP, w->name, idle,
+                          s->claim_cursor, "COUNT", "1"};
     pf_status st;
+    *wrapped = true;
     redisReply *r = pf_conn_cmd(&s->conn, &st, 0, 8, argv, NULL);
     if (!r) return st;
     if (is_nogroup(r)) {
         freeReplyObject(r);
+        snprintf(s->claim_cursor, sizeof s->claim_cursor, "0-0");
         return pf_queue_ensure_group(&s->conn, &w->k) == PF_OK ? 0 : -1;
     }
     int got = 0;
+    /* XAUTOCLAIM examines at most 10 x COUNT pending entries per call: the
+     * cursor carries the scan over the whole list across calls. */
+    if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && r->element[0]->type == REDIS_REPLY_STRING) {
+        snprintf(s->claim_cursor, sizeof s->claim_cursor, "%s", r->element[0]->str);
+        *wrapped = strcmp(s->claim_cursor, "0-0") == 0;
+    }
     if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
         r->element[1]->type == REDIS_REPLY_ARRAY) {
         const redisReply *list = r->element[1];
@@ -610,6 +627,18 @@ static int claim_one(slot_ctx *s)
     }
     freeReplyObject(r);
     return got;
+}
+
+/* Claims and processes one entry of a silent worker if there is one,
+ * scanning the whole pending list at most once. 1 / 0 / <0 as claim_step. */
+static int claim_one(slot_ctx *s)
+{
+    for (int i = 0; i < 1000; i++) {
+        bool wrapped;
+        int got = claim_step(s, &wrapped);
+        if (got != 0 || wrapped) return got;
+    }
+    return 0;
 }
 
 /* Reads one new entry (blocking up to 500 ms) and processes it. 1 / 0 / <0. */
@@ -672,8 +701,10 @@ static void *slot_main(void *arg)
         while (atomic_load(&w->stop) == 0) {
             int64_t now = mono_ms();
             if (now >= next_promote) {
-                if (promote(s) != PF_OK) break;
-                next_promote = now + 250;
+                /* Often while retries are waiting, else once a second. */
+                int moved = promote(s);
+                if (moved < 0) break;
+                next_promote = now + (moved > 0 ? 250 : 1000);
             }
             int got = 0;
             if (now >= next_claim) {
@@ -834,23 +865,17 @@ struct pf_worker {
     int unused;
 };
 
-static pf_status no_queue(void)
-{
-    return pf_set_error(PF_ERR_UNSUPPORTED,
-                        "pixflow was built without hiredis: no Redis queue (install "
-                        "libhiredis-dev and rebuild)");
-}
 
 pf_status pf_worker_create(const pf_worker_params *p, pf_worker **out)
 {
     if (out) *out = NULL;
-    return no_queue();
+    return pf_queue_unsupported();
 }
 void pf_worker_destroy(pf_worker **w)
 {
     if (w) *w = NULL;
 }
-pf_status pf_worker_run(pf_worker *w) { return no_queue(); }
+pf_status pf_worker_run(pf_worker *w) { return pf_queue_unsupported(); }
 void pf_worker_stop(pf_worker *w, bool now) {}
 bool pf_worker_job_cancelled(const pf_worker_job *job) { return false; }
 void pf_worker_stats_get(const pf_worker *w, pf_worker_stats *out)
