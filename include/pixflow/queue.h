@@ -142,9 +142,9 @@ PF_API pf_status pf_jobqueue_counts_get(pf_jobqueue *q, pf_jobqueue_counts *out)
 /* Calls fn for each entry, oldest first, at most max_entries (0: all). For
  * results, `json` is the result entry (docs/queue.md; "" when the entry is
  * not a JSON object: anyone with access may write to the stream) and
- * `error` NULL; for
- * dead letters, `json` is the refused entry as it was (maybe not JSON) and
- * `error` why. Strings live for the call. fn returns false to stop early. */
+ * `error` NULL; for dead letters, `json` is the refused entry as it was
+ * (maybe not JSON) and `error` why. Strings live for the call. fn returns
+ * false to stop early. Not thread-safe (one pf_jobqueue per thread). */
 typedef bool (*pf_jobqueue_entry_fn)(void *arg, const char *entry_id, const char *json,
                                      const char *error);
 PF_API pf_status pf_jobqueue_results(pf_jobqueue *q, size_t max_entries,
