@@ -313,20 +313,24 @@ kill9)
 restart)
   # redis-server is killed (SIGKILL: only the AOF survives) and restarted in
   # the middle of a run; the workers reconnect and every job completes once.
+  # The visibility timeout is long (300 s): a delivery or a result lost with
+  # the server (a reply never read, a LOADING error while the AOF is read) is
+  # recovered at once by the worker itself, or the run would take 300 s.
   start_redis
   gen in/a.png 256 128 4
   add_jobs 60
-  worker w1 --exit-when-empty --quiet --reconnect-timeout 30s
+  worker w1 --exit-when-empty --quiet --reconnect-timeout 30s --visibility 300s
   W1=$WPID
-  worker w2 --exit-when-empty --quiet --reconnect-timeout 30s
+  worker w2 --exit-when-empty --quiet --reconnect-timeout 30s --visibility 300s
   W2=$WPID
   wait_for 60 "a third of the jobs done" sh -c "[ \"\$($PIXFLOW queue status --redis $URL --queue $Q --json | sed -n 's/^ *\"done\": \([0-9]*\).*/\1/p')\" -ge 20 ]"
   kill -KILL "$REDIS_PID"
   wait "$REDIS_PID" 2>/dev/null
   sleep 1.5
   start_redis
-  wait_worker "$W1" || fail "worker w1 exit status $? after the restart"
-  wait_worker "$W2" || fail "worker w2 exit status $? after the restart"
+  wait_worker "$W1" 250 || fail "worker w1 exit status $? after the restart"
+  wait_worker "$W2" 250 || fail "worker w2 exit status $? after the restart"
+  grep -q "claimed entry" w1.log w2.log && fail "a job waited for the visibility timeout: $(grep -h 'claimed entry' w1.log w2.log)"
   check_exactly_once 60
   rec=$(( $(json_num reconnects w1.json) + $(json_num reconnects w2.json) ))
   [ "$rec" -ge 2 ] || fail "expected both workers to reconnect, got $rec reconnects"

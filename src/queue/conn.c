@@ -168,12 +168,27 @@ void pf_conn_close(pf_conn *c)
     c->abort = abort_flag;
 }
 
+/* Error replies that mean "not now" rather than "no": a server loading its
+ * AOF after a restart, a replica without its master, a script running past
+ * its time limit, a cluster slot moving. The command is sent again. */
+static bool transient_error(const redisReply *r)
+{
+    static const char *const prefixes[] = {"LOADING", "BUSY ", "TRYAGAIN", "MASTERDOWN",
+                                           "CLUSTERDOWN"};
+    if (r->type != REDIS_REPLY_ERROR || !r->str) return false;
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+        if (strncmp(r->str, prefixes[i], strlen(prefixes[i])) == 0) return true;
+    return false;
+}
+
 redisReply *pf_conn_cmd(pf_conn *c, pf_status *st, int block_ms, int argc, const char **argv,
                         const size_t *lens)
 {
     pf_status dummy;
     if (!st) st = &dummy;
     *st = PF_OK;
+    int64_t transient_since = -1;
+    int delay = 100;
     for (;;) {
         if (!c->ctx) {
             *st = reconnect(c, "not connected");
@@ -183,6 +198,20 @@ redisReply *pf_conn_cmd(pf_conn *c, pf_status *st, int block_ms, int argc, const
         if (block_ms > 0) redisSetTimeout(ctx, tv_ms(c->command_timeout_ms + block_ms));
         redisReply *r = redisCommandArgv(ctx, argc, argv, lens);
         if (block_ms > 0 && r) redisSetTimeout(ctx, tv_ms(c->command_timeout_ms));
+        if (r && transient_error(r)) {
+            int64_t now = mono_ms();
+            if (transient_since < 0) {
+                transient_since = now;
+                PF_LOGW("%s: %.32s: %.200s: waiting", c->redacted, argv[0], r->str);
+            }
+            bool give_up = now - transient_since + delay > c->reconnect_timeout_ms ||
+                           (c->abort && atomic_load(c->abort));
+            if (give_up) return r; /* the caller sees the error reply */
+            freeReplyObject(r);
+            sleep_ms(delay);
+            delay = delay * 2 > 2000 ? 2000 : delay * 2;
+            continue;
+        }
         if (r) return r;
         char why[192];
         snprintf(why, sizeof why, "%.32s: %.128s", argv[0], ctx->errstr[0] ? ctx->errstr : "no reply");

@@ -5,8 +5,11 @@
  * logged at warn level with the redacted URL) and sends the command again,
  * for at most reconnect_timeout_ms. Every command the queue sends may be
  * repeated that way: they are idempotent or their repetition is harmless
- * (docs/queue.md, "what a restart of Redis does"). Error replies (-ERR...)
- * are replies, not connection failures: they are returned to the caller.
+ * (docs/queue.md, "Redis restarts"). Error replies (-ERR...) are replies,
+ * not connection failures: they are returned to the caller, except those
+ * that mean "not now" (LOADING while a restarted server reads its AOF, BUSY,
+ * TRYAGAIN, MASTERDOWN, CLUSTERDOWN), which are waited out like a lost
+ * connection.
  *
  * Threading: one thread at a time per connection. */
 #ifndef PF_QUEUE_CONN_H

@@ -687,6 +687,56 @@ static bool queue_empty(slot_ctx *s)
     return empty;
 }
 
+/* Processes the entries pending on this worker's own name that no slot is
+ * running: deliveries whose reply was lost when the connection broke (Redis
+ * restarted between sending an entry and our reading it), or left by a
+ * previous process with the same --name. Without this they would wait for
+ * the visibility timeout. Returns <0 on a fatal error. */
+static int recover_own(slot_ctx *s)
+{
+    pf_worker *w = s->w;
+    const char *argv[] = {"XREADGROUP", "GROUP", PF_QUEUE_GROUP, w->name, "COUNT", "100",
+                          "STREAMS", w->k.jobs, "0"};
+    pf_status st;
+    redisReply *r = pf_conn_cmd(&s->conn, &st, 0, 9, argv, NULL);
+    if (!r) return st;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+        r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements == 2 &&
+        r->element[0]->element[1]->type == REDIS_REPLY_ARRAY) {
+        const redisReply *list = r->element[0]->element[1];
+        for (size_t i = 0; i < list->elements && atomic_load(&w->stop) == 0; i++) {
+            const redisReply *e = list->element[i];
+            if (e->type != REDIS_REPLY_ARRAY || e->elements < 2) continue;
+            const char *id = e->element[0]->str;
+            /* Reserve it, unless a slot of this worker is running it. */
+            bool running = false;
+            pf_mutex_lock(&w->lock);
+            for (int k = 0; k < w->p.concurrency; k++)
+                running |= strcmp(w->slots[k].entry_id, id) == 0;
+            if (!running)
+                snprintf(w->slots[s->index].entry_id, sizeof w->slots[s->index].entry_id, "%s",
+                         id);
+            pf_mutex_unlock(&w->lock);
+            if (running) continue;
+            if (e->element[1]->type == REDIS_REPLY_ARRAY) {
+                PF_LOGW("worker %s: entry %s was delivered to this worker but not run (lost "
+                        "reply or earlier process): running it now", w->name, id);
+                process(s, id, e->element[1], 0);
+            } else {
+                /* Deleted while pending: nothing to run, only the delivery to drop. */
+                const char *ack[] = {"XACK", w->k.jobs, PF_QUEUE_GROUP, id};
+                redisReply *a = pf_conn_cmd(&s->conn, &st, 0, 4, ack, NULL);
+                if (a) freeReplyObject(a);
+            }
+            pf_mutex_lock(&w->lock);
+            w->slots[s->index].entry_id[0] = '\0';
+            pf_mutex_unlock(&w->lock);
+        }
+    }
+    freeReplyObject(r);
+    return 0;
+}
+
 static void *slot_main(void *arg)
 {
     slot_ctx *s = arg;
@@ -698,8 +748,18 @@ static void *slot_main(void *arg)
     } else {
         int64_t claim_every = w->visibility_ms / 2 > 1000 ? w->visibility_ms / 2 : 1000;
         int64_t next_claim = 0, next_promote = 0;
+        int64_t recovered_at = -1; /* s->conn.reconnects when last recovered */
         while (atomic_load(&w->stop) == 0) {
             int64_t now = mono_ms();
+            if (recovered_at != s->conn.reconnects) {
+                /* At start and after every reconnection. */
+                recovered_at = s->conn.reconnects;
+                int r = recover_own(s);
+                if (r < 0) {
+                    if (r != PF_ERR_CANCELLED) set_fatal(w, (pf_status)r);
+                    break;
+                }
+            }
             if (now >= next_promote) {
                 /* Often while retries are waiting, else once a second. */
                 int moved = promote(s);
