@@ -23,9 +23,12 @@ DEB_TOOLS=(cmake:cmake make:make gcc:gcc g++:g++ pkg-config:pkg-config node:node
 # FFmpeg (optional at build time, wanted here); libffmpeg-nvenc-dev: the
 # NVDEC headers (ffnvcodec, runtime-loaded libnvcuvid), carried to the GPU machine;
 # libavdevice-dev: V4L2 cameras (/dev/videoN) through libavdevice (optional).
+# libhiredis-dev: the Redis job queue (optional at build time, wanted here);
+# redis-server (with redis-cli): the queue's tests start their own server
+# (the service the package may start on port 6379 is never used by them).
 DEB_LIBS=(libopencv-dev libyaml-dev libprotobuf-c-dev libonnx-dev libonnx-testdata
           libopenblas-dev libpng-dev libjpeg-dev libavformat-dev libavcodec-dev libavutil-dev
-          libswscale-dev libffmpeg-nvenc-dev libavdevice-dev)
+          libswscale-dev libffmpeg-nvenc-dev libavdevice-dev libhiredis-dev redis-server)
 
 missing=()
 for t in "${DEB_TOOLS[@]}"; do

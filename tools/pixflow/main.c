@@ -17,6 +17,10 @@ static const cli_command commands[] = {
     {"reproject", "360 equirect images or video -> perspective views or cube maps", cmd_reproject},
     {"segment", "person segmentation of video or images: background blur/colour/image, masks", cmd_segment},
     {"bench", "measure a model (throughput, latency, plots) or the image ops", cmd_bench},
+    {"queue", "a job queue on Redis shared by many machines (add | status | results | retry ...)",
+     cmd_queue},
+    {"worker", "take jobs from a Redis queue and run them (pixflow worker --redis URL --queue NAME)",
+     cmd_worker},
 };
 #define COMMAND_COUNT ((int)(sizeof commands / sizeof commands[0]))
 
