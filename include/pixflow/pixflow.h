@@ -15,5 +15,6 @@
 #include "pipeline.h"
 #include "prof.h"
 #include "jobs.h"
+#include "ipc.h"
 
 #endif
