@@ -8,14 +8,16 @@
 # CASE:
 #   pair             producer first, then the consumer, --device cpu --json:
 #                    both exit 0, each --json reports 300 items, the consumer
-#                    logs 300 frames received over memfd
+#                    logs 300 frames received (memfd; on CUDA: VMM or legacy)
 #   consumer_killed  two consumers; one is killed (-9) mid-stream: the
 #                    producer still exits 0 and the other consumer gets all
 #                    300 frames
 #   producer_killed  the producer is killed (-9) mid-stream: the consumer
 #                    exits 1 within 5 s, saying the producer went away
 #                    without an end of stream
-# Both examples use the socket ipc-demo/frames.sock under the current folder.
+# PF_IPC_DEVICE (default cpu) is the --device of every run (cuda for
+# cli_ipc_pair_cuda). Both examples use the socket ipc-demo/frames.sock
+# under the current folder.
 # Exit 0 pass, 1 fail (the failing check is printed), 77 skip.
 set -u
 case_name=${1:?case}
@@ -25,6 +27,10 @@ SRC=${4:?source tree}
 rm -rf "$WORK"
 mkdir -p "$WORK"
 cd "$WORK" || exit 1
+DEVICE=${PF_IPC_DEVICE:-cpu}
+if [ "$DEVICE" != cpu ] && ! "$PIXFLOW" info --device "$DEVICE" >/dev/null 2>&1; then
+    echo "SKIP: no device $DEVICE"; exit 77
+fi
 PROD=$SRC/examples/ipc_producer.yaml
 CONS=$SRC/examples/ipc_consumer.yaml
 pids=()
@@ -61,21 +67,22 @@ wait_attached() {
 
 case $case_name in
 pair)
-    "$PIXFLOW" run "$PROD" --device cpu --json >prod.json 2>prod.err & pp=$!; pids+=($pp)
-    "$PIXFLOW" run "$CONS" --device cpu --json >cons.json 2>cons.err & cp=$!; pids+=($cp)
+    "$PIXFLOW" run "$PROD" --device $DEVICE --json >prod.json 2>prod.err & pp=$!; pids+=($pp)
+    "$PIXFLOW" run "$CONS" --device $DEVICE --json >cons.json 2>cons.err & cp=$!; pids+=($cp)
     wait_for $cp 30; [ "$rc" = 0 ] || fail "consumer exit $rc"
     wait_for $pp 30; [ "$rc" = 0 ] || fail "producer exit $rc"
     grep -q '"items_completed":300' prod.json || fail "producer json: $(head -c 200 prod.json)"
     grep -q '"items_completed":300' cons.json || fail "consumer json: $(head -c 200 cons.json)"
-    grep -q "memfd, 1280x720 nv12, policy block: 300 frames received" cons.err ||
+    grep -Eq "(memfd|cuda-vmm|cuda-legacy), 1280x720 nv12, policy block: 300 frames received" \
+        cons.err ||
         fail "consumer report"
     grep -q "300 frames published, 300 sent" prod.err || fail "producer report"
     [ ! -e ipc-demo ] || fail "ipc-demo left behind"
     ;;
 consumer_killed)
-    "$PIXFLOW" run "$PROD" --device cpu --json >prod.json 2>prod.err & pp=$!; pids+=($pp)
-    "$PIXFLOW" run "$CONS" --device cpu --json >keep.json 2>keep.err & k=$!; pids+=($k)
-    "$PIXFLOW" run "$CONS" --device cpu --json >victim.json 2>victim.err & v=$!; pids+=($v)
+    "$PIXFLOW" run "$PROD" --device $DEVICE --json >prod.json 2>prod.err & pp=$!; pids+=($pp)
+    "$PIXFLOW" run "$CONS" --device $DEVICE --json >keep.json 2>keep.err & k=$!; pids+=($k)
+    "$PIXFLOW" run "$CONS" --device $DEVICE --json >victim.json 2>victim.err & v=$!; pids+=($v)
     wait_attached victim.err || fail "the victim never attached"
     sleep 0.3
     kill -9 $v
@@ -92,9 +99,9 @@ consumer_killed)
     grep -q "1 left\|slots reclaimed" prod.err || fail "producer report"
     ;;
 producer_killed)
-    "$PIXFLOW" run "$PROD" --device cpu --count 100000 --json >prod.json 2>prod.err & pp=$!
+    "$PIXFLOW" run "$PROD" --device $DEVICE --count 100000 --json >prod.json 2>prod.err & pp=$!
     pids+=($pp)
-    "$PIXFLOW" run "$CONS" --device cpu --json >cons.json 2>cons.err & cp=$!; pids+=($cp)
+    "$PIXFLOW" run "$CONS" --device $DEVICE --json >cons.json 2>cons.err & cp=$!; pids+=($cp)
     wait_attached cons.err || fail "the consumer never attached"
     sleep 0.3
     kill -9 $pp
