@@ -51,23 +51,25 @@ typedef struct job {
     int out_fd;               /* results pipe */
 } job;
 
-static pf_device *child_device(const char *spec)
+/* The child's device (NULL for the CPU) and a stream on it; exits on failure. */
+static pf_device *child_device(const char *spec, pf_stream **s)
 {
     pf_device *d = NULL;
     if (pf_device_select(spec ? spec : "cpu", &d) != PF_OK) {
         fprintf(stderr, "bench_ipc: %s\n", pf_last_error());
         _exit(3);
     }
-    return pf_device_get_type(d) == PF_DEVICE_CUDA ? d : NULL;
+    if (pf_device_get_type(d) != PF_DEVICE_CUDA) d = NULL;
+    pf_stream_params sp = pf_stream_params_default();
+    sp.device = d;
+    if (pf_stream_create(&sp, s) != PF_OK) _exit(4);
+    return d;
 }
 
 static int producer_main(job *j)
 {
-    pf_device *dev = child_device(j->spec);
-    pf_stream_params sp = pf_stream_params_default();
-    sp.device = dev;
     pf_stream *s = NULL;
-    if (pf_stream_create(&sp, &s) != PF_OK) return 4;
+    pf_device *dev = child_device(j->spec, &s);
     pf_ipc_producer_params pp = pf_ipc_producer_params_default();
     pp.path = j->path;
     pp.device = dev;
@@ -111,11 +113,8 @@ static int producer_main(job *j)
 
 static int consumer_main(job *j, bool report)
 {
-    pf_device *dev = child_device(j->spec);
-    pf_stream_params sp = pf_stream_params_default();
-    sp.device = dev;
     pf_stream *s = NULL;
-    if (pf_stream_create(&sp, &s) != PF_OK) return 4;
+    pf_device *dev = child_device(j->spec, &s);
     pf_ipc_consumer_params cp = pf_ipc_consumer_params_default();
     cp.path = j->path;
     cp.device = dev;

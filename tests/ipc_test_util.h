@@ -91,6 +91,19 @@ static inline int ipc_wait(pid_t pid, int64_t limit_ms)
     }
 }
 
+/* Producer parameters for a small test pool at `path`. */
+static inline pf_ipc_producer_params ipc_test_params(const char *path, pf_pixfmt fmt, int w, int h,
+                                                     int slots)
+{
+    pf_ipc_producer_params pp = pf_ipc_producer_params_default();
+    pp.path = path;
+    pp.format = fmt;
+    pp.width = w;
+    pp.height = h;
+    pp.slots = slots;
+    return pp;
+}
+
 /* A fresh private folder for sockets: $TMPDIR/pf-ipc-test-PID-N (0700). */
 static inline void ipc_test_dir(char *out, size_t size, const char *tag)
 {

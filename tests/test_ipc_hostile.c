@@ -145,12 +145,7 @@ static void hostile_consumers(void)
     ipc_test_dir(dir, sizeof dir, "h");
     snprintf(path, sizeof path, "%s/s.sock", dir);
     pf_log_set_level(PF_LOG_QUIET);
-    pf_ipc_producer_params pp = pf_ipc_producer_params_default();
-    pp.path = path;
-    pp.format = PF_PIXFMT_I420;
-    pp.width = 31;
-    pp.height = 17;
-    pp.slots = 4;
+    pf_ipc_producer_params pp = ipc_test_params(path, PF_PIXFMT_I420, 31, 17, 4);
     pf_ipc_producer *p = NULL;
     REQUIRE(pf_ipc_producer_create(&pp, &p) == PF_OK);
     pf_ipc_consumer_params cp = pf_ipc_consumer_params_default();
@@ -450,12 +445,7 @@ static void stalled_consumer(void)
     ipc_test_dir(dir, sizeof dir, "st");
     snprintf(path, sizeof path, "%s/s.sock", dir);
     pf_log_set_level(PF_LOG_QUIET);
-    pf_ipc_producer_params pp = pf_ipc_producer_params_default();
-    pp.path = path;
-    pp.format = PF_PIXFMT_GRAY8;
-    pp.width = 8;
-    pp.height = 8;
-    pp.slots = 2;
+    pf_ipc_producer_params pp = ipc_test_params(path, PF_PIXFMT_GRAY8, 8, 8, 2);
     pp.stall_timeout_ms = 200;
     pf_ipc_producer *p = NULL;
     REQUIRE(pf_ipc_producer_create(&pp, &p) == PF_OK);
@@ -504,12 +494,7 @@ static void permissions(void)
     ipc_test_dir(dir, sizeof dir, "perm");
     rmdir(dir); /* the producer makes it */
     snprintf(path, sizeof path, "%s/s.sock", dir);
-    pf_ipc_producer_params pp = pf_ipc_producer_params_default();
-    pp.path = path;
-    pp.format = PF_PIXFMT_GRAY8;
-    pp.width = 8;
-    pp.height = 8;
-    pp.slots = 2;
+    pf_ipc_producer_params pp = ipc_test_params(path, PF_PIXFMT_GRAY8, 8, 8, 2);
     pf_ipc_producer *p = NULL, *p2 = NULL;
     REQUIRE(pf_ipc_producer_create(&pp, &p) == PF_OK);
     struct stat sd, ss;

@@ -235,12 +235,7 @@ static void late_consumer(void)
     char dir[256], path[300];
     ipc_test_dir(dir, sizeof dir, "late");
     snprintf(path, sizeof path, "%s/s.sock", dir);
-    pf_ipc_producer_params pp = pf_ipc_producer_params_default();
-    pp.path = path;
-    pp.format = PF_PIXFMT_GRAY8;
-    pp.width = 16;
-    pp.height = 8;
-    pp.slots = 2;
+    pf_ipc_producer_params pp = ipc_test_params(path, PF_PIXFMT_GRAY8, 16, 8, 2);
     pf_ipc_producer *p = NULL;
     REQUIRE(pf_ipc_producer_create(&pp, &p) == PF_OK);
     for (int k = 1; k <= 5; k++) {

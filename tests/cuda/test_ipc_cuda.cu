@@ -60,15 +60,23 @@ typedef struct args {
     pf_ipc_backend want;
 } args;
 
+/* cuda:0 and a stream on it (in the child that will use them). */
+static bool gpu_stream(pf_device **dev, pf_stream **stream)
+{
+    *dev = NULL;
+    *stream = NULL;
+    if (pf_device_select("cuda:0", dev) != PF_OK) return false;
+    pf_stream_params sp = pf_stream_params_default();
+    sp.device = *dev;
+    return pf_stream_create(&sp, stream) == PF_OK;
+}
+
 static int producer_main(void *arg)
 {
     args *a = (args *)arg;
-    pf_device *dev = NULL;
-    if (pf_device_select("cuda:0", &dev) != PF_OK) return 77;
-    pf_stream_params sp = pf_stream_params_default();
-    sp.device = dev;
-    pf_stream *stream = NULL;
-    if (pf_stream_create(&sp, &stream) != PF_OK) return 10;
+    pf_device *dev;
+    pf_stream *stream;
+    if (!gpu_stream(&dev, &stream)) return 77;
     pf_ipc_producer_params pp = pf_ipc_producer_params_default();
     pp.path = a->path;
     pp.device = dev;
@@ -105,12 +113,9 @@ static int producer_main(void *arg)
 static int consumer_main(void *arg)
 {
     args *a = (args *)arg;
-    pf_device *dev = NULL;
-    if (pf_device_select("cuda:0", &dev) != PF_OK) return 77;
-    pf_stream_params sp = pf_stream_params_default();
-    sp.device = dev;
-    pf_stream *stream = NULL;
-    if (pf_stream_create(&sp, &stream) != PF_OK) return 20;
+    pf_device *dev;
+    pf_stream *stream;
+    if (!gpu_stream(&dev, &stream)) return 20;
     pf_ipc_consumer_params cp = pf_ipc_consumer_params_default();
     cp.path = a->path;
     cp.device = dev;
