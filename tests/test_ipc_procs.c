@@ -14,7 +14,10 @@
  *                       PF_ERR_CLOSED (not a clean end) within 5 s; the next
  *                       round's producer replaces the stale socket; 6 rounds
  *   late_consumer       a consumer attaching after frames were published
- *                       starts at the next frame */
+ *                       starts at the next frame
+ *   kill_reclaim_time   a consumer killed while holding 3 slots: the
+ *                       producer has them back within 1 s (measured: the
+ *                       close is seen at once) */
 #include <errno.h>
 #include <fcntl.h>
 
@@ -270,6 +273,69 @@ static void late_consumer(void)
     rmdir(dir);
 }
 
+typedef struct holder_args {
+    const char *path;
+    int hold_fd;
+} holder_args;
+
+/* Receives 3 frames, keeps them, says so, and waits to be killed. */
+static int holder_main(void *arg)
+{
+    holder_args *a = arg;
+    pf_ipc_consumer_params cp = pf_ipc_consumer_params_default();
+    cp.path = a->path;
+    pf_ipc_consumer *c = NULL;
+    if (pf_ipc_consumer_create(&cp, &c) != PF_OK) return 20;
+    pf_frame f[3];
+    for (int i = 0; i < 3; i++)
+        if (pf_ipc_consumer_recv(c, 10000000, NULL, &f[i], NULL) != PF_OK) return 21;
+    (void)!write(a->hold_fd, "h", 1);
+    for (;;) ipc_sleep_us(1000000);
+}
+
+static void kill_reclaim_time(void)
+{
+    char dir[256], path[300];
+    ipc_test_dir(dir, sizeof dir, "rc");
+    snprintf(path, sizeof path, "%s/s.sock", dir);
+    int held[2];
+    REQUIRE(pipe(held) == 0);
+    holder_args ha = {path, held[1]};
+    /* Forked before the producer's thread exists; it retries connecting. */
+    pid_t child = ipc_spawn(holder_main, &ha, 30);
+    pf_ipc_producer_params pp = ipc_test_params(path, PF_PIXFMT_GRAY8, 64, 64, 4);
+    pf_ipc_producer *p = NULL;
+    REQUIRE(pf_ipc_producer_create(&pp, &p) == PF_OK);
+    CHECK_OK(pf_ipc_producer_wait_consumers(p, 1, 5000000));
+    for (int k = 1; k <= 3; k++) {
+        pf_frame f;
+        CHECK_OK(pf_ipc_producer_acquire(p, 1000000, &f));
+        CHECK_OK(pf_ipc_producer_publish(p, &f, NULL, 0));
+    }
+    char b;
+    CHECK(read(held[0], &b, 1) == 1);
+    pf_ipc_producer_stats s;
+    CHECK_OK(pf_ipc_producer_get_stats(p, &s));
+    CHECK_EQ_INT(s.slots_free, 1);
+    kill(child, SIGKILL);
+    int64_t t0 = pf_time_ns();
+    for (;;) {
+        CHECK_OK(pf_ipc_producer_get_stats(p, &s));
+        if (s.slots_free == 4 || pf_time_ns() - t0 > 2000000000) break;
+        ipc_sleep_us(1000);
+    }
+    double ms = (double)(pf_time_ns() - t0) / 1e6;
+    printf("  3 slots back %.1f ms after kill -9\n", ms);
+    CHECK_EQ_INT(s.slots_free, 4);
+    CHECK_EQ_INT(s.slots_reclaimed, 3);
+    CHECK(ms < 1000);
+    CHECK_EQ_INT(ipc_wait(child, 5000), 128 + SIGKILL);
+    pf_ipc_producer_destroy(&p);
+    close(held[0]);
+    close(held[1]);
+    rmdir(dir);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -279,5 +345,6 @@ int main(void)
     PF_RUN(kill_consumer_loop);
     PF_RUN(kill_producer_loop);
     PF_RUN(late_consumer);
+    PF_RUN(kill_reclaim_time);
     return pf_test_finish();
 }
