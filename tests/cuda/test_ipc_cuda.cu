@@ -179,8 +179,6 @@ static int probe_main(void *arg)
     return pf_device_count(PF_DEVICE_CUDA) > 0 ? 0 : 77;
 }
 
-static bool skipped;
-
 static void exchange(const char *mode, pf_ipc_backend want)
 {
     char dir[256], path[300];
@@ -241,7 +239,6 @@ int main(void)
         printf("no CUDA device: skipped\n");
         return 77;
     }
-    (void)skipped;
     PF_RUN(ipc_cuda_vmm);
     PF_RUN(ipc_cuda_legacy);
     PF_RUN(ipc_cuda_cpu_consumer);
