@@ -72,8 +72,12 @@
  *
  * Security. The socket's folder must be private: it is created with mode
  * 0700 when missing, and an existing one must belong to the caller and not
- * be writable by group or others. The socket has mode 0600 and the producer
- * refuses a peer of another user id (SO_PEERCRED).
+ * be writable by group or others. The socket has mode 0600; the producer
+ * refuses a peer of another user id (SO_PEERCRED) and a consumer refuses a
+ * producer of another user id.
+ *
+ * Pipelines: the built-in stages "ipc.sink" and "ipc.source" (docs/ipc.md
+ * lists their keys) wrap a producer and a consumer.
  *
  * Threads. A producer runs one service thread (accepting consumers, reading
  * releases); its functions may be called from any thread, publish from one

@@ -188,6 +188,14 @@ pf_status pf_ipc_consumer_create(const pf_ipc_consumer_params *pp, pf_ipc_consum
     c->core = k;
     c->device = pp->device;
     pf_status st = ipc_connect(pp->path, pp->connect_timeout_ms, &k->fd);
+    uid_t uid = (uid_t)-1;
+    pid_t pid = -1;
+    if (st == PF_OK) st = ipc_peer_cred(k->fd, &uid, &pid);
+    /* The other direction of the producer's check: frames only from a
+     * process of this user. */
+    if (st == PF_OK && uid != geteuid())
+        st = pf_set_error(PF_ERR_IO, "ipc %s: the producer (pid %d) runs as uid %d, not as this "
+                          "user (%d): refused", pp->path, (int)pid, (int)uid, (int)geteuid());
     if (st == PF_OK) st = attach(c, pp);
     if (st != PF_OK) {
         pf_ipc_consumer_destroy(&c);

@@ -137,8 +137,8 @@ static void accept_one(pf_ipc_producer *p)
 {
     int fd = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) return;
-    uid_t uid;
-    pid_t pid;
+    uid_t uid = (uid_t)-1;
+    pid_t pid = -1;
     if (ipc_peer_cred(fd, &uid, &pid) != PF_OK || uid != geteuid()) {
         PF_LOGW("ipc %s: refused a connection from uid %d (pid %d): only uid %d may attach",
                 p->path, (int)uid, (int)pid, (int)geteuid());
