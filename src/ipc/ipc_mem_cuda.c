@@ -375,6 +375,9 @@ pf_status ipc_cuda_import(pf_ipc_backend b, pf_device *dev, int fd, const ipc_sl
 
 void ipc_cuda_free(ipc_slot_mem *m)
 {
+    /* The last frame may be released on any thread: make the slot's device
+     * current for the driver calls below. */
+    if (m->ptr || m->event || m->vmm) cudaSetDevice(m->cuda_index);
     if (m->event) cudaEventDestroy((cudaEvent_t)m->event);
     m->event = NULL;
     if (m->backend == PF_IPC_BACKEND_CUDA_LEGACY) {
