@@ -131,6 +131,15 @@ static pf_status attach(pf_ipc_consumer *c, const pf_ipc_consumer_params *pp)
     k->nslots = (int)k->cfg.num_slots;
     int fi = 0;
     st = PF_OK;
+    uint8_t uuid[16];
+    bool dev_cuda = c->device && pf_device_get_type(c->device) == PF_DEVICE_CUDA;
+    /* CUDA slots and their events belong to one GPU: read them there. */
+    if (k->cfg.backend != PF_IPC_BACKEND_MEMFD && dev_cuda &&
+        ipc_mem_device_uuid(c->device, uuid) == PF_OK &&
+        memcmp(uuid, k->cfg.device_uuid, sizeof uuid) != 0)
+        st = pf_set_error(PF_ERR_UNSUPPORTED, "ipc %s: the producer's slots are on another GPU "
+                          "than %s (device UUIDs differ): run the consumer on the producer's "
+                          "GPU", c->path, pf_device_spec(c->device));
     for (int s = 0; s < k->nslots; s++) {
         cslot *sl = &k->slots[s];
         sl->core = k;
