@@ -8,7 +8,8 @@
  *                       messages, a release before hello, bad slot indices,
  *                       releases of slots never received, double releases,
  *                       wrong sequences, descriptors attached, a second hello,
- *                       a producer-only message: each is disconnected, a
+ *                       a producer-only message, no hello at all (2 s): each
+ *                       is disconnected, a
  *                       well-behaved consumer alongside keeps getting intact
  *                       frames and every slot comes back
  *   hostile_producer    a fake producer sends bad configs (geometry, sizes,
@@ -47,7 +48,7 @@ static int raw_connect(const char *path)
     return fd;
 }
 
-/* Whether the peer closed `fd` within 2 s (a refused sender is dropped). */
+/* Whether the peer closed `fd` within 4 s (a refused sender is dropped). */
 static bool closed_by_peer(int fd)
 {
     unsigned char buf[IPC_MSG_MAX];
@@ -55,7 +56,7 @@ static bool closed_by_peer(int fd)
         size_t len;
         int fds[PF_IPC_MAX_SLOTS], nfds, tr;
         pf_status st = ipc_recv(fd, buf, sizeof buf, &len, fds, PF_IPC_MAX_SLOTS, &nfds, &tr,
-                                2000000);
+                                4000000);
         ipc_close_fds(fds, nfds);
         if (st == PF_EOF) return true;
         if (st != PF_OK) return false;
@@ -243,6 +244,14 @@ static void hostile_consumers(void)
         publish_one(p, ++seq);
         good_gets(good, seq);
     }
+    /* Silence: a connection that never says hello is closed after 2 s
+     * (it would hold one of the producer's consumer entries forever). */
+    int64_t t_silent = pf_time_ns();
+    int quiet = raw_connect(path);
+    CHECK(closed_by_peer(quiet));
+    double silent_s = (double)(pf_time_ns() - t_silent) / 1e9;
+    CHECK(silent_s > 1.5 && silent_s < 5.0);
+    close(quiet);
     /* A bad slot index must be outside the pool: send one past it. */
     int fd = raw_connect(path);
     send_hello(fd);
