@@ -33,10 +33,15 @@ if [ "$DEVICE" != cpu ] && ! "$PIXFLOW" info --device "$DEVICE" >/dev/null 2>&1;
 fi
 PROD=$SRC/examples/ipc_producer.yaml
 CONS=$SRC/examples/ipc_consumer.yaml
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; }
+# Only this shell's jobs still running (a reaped pid may belong to another
+# process by now).
+cleanup() { for p in $(jobs -p); do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in *.err; do [ -f "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done; exit 1; }
+fail() {
+    echo "FAIL: $*"
+    for f in *.err; do [ -f "$f" ] && { echo "--- $f"; tail -5 "$f"; }; done
+    exit 1
+}
 
 printf 'stages:\n  - {name: s, type: source.synthetic, count: 1}\n  - {name: n, type: sink.null}\n'\
 'edges:\n  - {from: s, to: n}\n' > probe.yaml
@@ -67,8 +72,8 @@ wait_attached() {
 
 case $case_name in
 pair)
-    "$PIXFLOW" run "$PROD" --device $DEVICE --json >prod.json 2>prod.err & pp=$!; pids+=($pp)
-    "$PIXFLOW" run "$CONS" --device $DEVICE --json >cons.json 2>cons.err & cp=$!; pids+=($cp)
+    "$PIXFLOW" run "$PROD" --device $DEVICE --json >prod.json 2>prod.err & pp=$!
+    "$PIXFLOW" run "$CONS" --device $DEVICE --json >cons.json 2>cons.err & cp=$!
     wait_for $cp 30; [ "$rc" = 0 ] || fail "consumer exit $rc"
     wait_for $pp 30; [ "$rc" = 0 ] || fail "producer exit $rc"
     grep -q '"items_completed":300' prod.json || fail "producer json: $(head -c 200 prod.json)"
@@ -80,9 +85,9 @@ pair)
     [ ! -e ipc-demo ] || fail "ipc-demo left behind"
     ;;
 consumer_killed)
-    "$PIXFLOW" run "$PROD" --device $DEVICE --json >prod.json 2>prod.err & pp=$!; pids+=($pp)
-    "$PIXFLOW" run "$CONS" --device $DEVICE --json >keep.json 2>keep.err & k=$!; pids+=($k)
-    "$PIXFLOW" run "$CONS" --device $DEVICE --json >victim.json 2>victim.err & v=$!; pids+=($v)
+    "$PIXFLOW" run "$PROD" --device $DEVICE --json >prod.json 2>prod.err & pp=$!
+    "$PIXFLOW" run "$CONS" --device $DEVICE --json >keep.json 2>keep.err & k=$!
+    "$PIXFLOW" run "$CONS" --device $DEVICE --json >victim.json 2>victim.err & v=$!
     wait_attached victim.err || fail "the victim never attached"
     sleep 0.3
     kill -9 $v
@@ -100,8 +105,7 @@ consumer_killed)
     ;;
 producer_killed)
     "$PIXFLOW" run "$PROD" --device $DEVICE --count 100000 --json >prod.json 2>prod.err & pp=$!
-    pids+=($pp)
-    "$PIXFLOW" run "$CONS" --device $DEVICE --json >cons.json 2>cons.err & cp=$!; pids+=($cp)
+    "$PIXFLOW" run "$CONS" --device $DEVICE --json >cons.json 2>cons.err & cp=$!
     wait_attached cons.err || fail "the consumer never attached"
     sleep 0.3
     kill -9 $pp

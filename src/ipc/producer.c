@@ -186,7 +186,8 @@ static void answer_hello(pf_ipc_producer *p, pcons *c, const ipc_hello *h)
             memcpy(buf + len, &m->handles, sizeof m->handles);
             len += sizeof m->handles;
         }
-        if (p->backend != PF_IPC_BACKEND_CUDA_LEGACY) fds[nfds++] = m->fd_send >= 0 ? m->fd_send : m->fd;
+        if (p->backend != PF_IPC_BACKEND_CUDA_LEGACY)
+            fds[nfds++] = m->fd_send >= 0 ? m->fd_send : m->fd;
     }
     if (ipc_send(c->fd, buf, len, fds, nfds, true) != PF_OK) {
         char why[300];
