@@ -105,9 +105,9 @@ static void test_builtin_registry(void)
         if (k == PF_BUILTIN_SOURCE) sources++;
         if (k == PF_BUILTIN_SINK) sinks++;
     }
-    CHECK_EQ_INT(n, 19);
-    CHECK_EQ_INT(sources, 3);
-    CHECK_EQ_INT(sinks, 4);
+    CHECK_EQ_INT(n, 21);      /* with ipc.source and ipc.sink */
+    CHECK_EQ_INT(sources, 4);
+    CHECK_EQ_INT(sinks, 5);
     CHECK(pf_stage_builtin_type(-1, NULL) == NULL);
     CHECK(pf_stage_builtin_type(n, NULL) == NULL);
 

@@ -16,5 +16,6 @@
 #include "prof.h"
 #include "jobs.h"
 #include "queue.h"
+#include "ipc.h"
 
 #endif

@@ -46,6 +46,8 @@ static const bi_type types[] = {
     {"sink.checksum", PF_BUILTIN_SINK, bi_sink_checksum_create},
     {"io.video_sink", PF_BUILTIN_SINK, bi_video_sink_create},
     {"io.image_sink", PF_BUILTIN_SINK, bi_image_sink_create},
+    {"ipc.source", PF_BUILTIN_SOURCE, bi_ipc_source_create},
+    {"ipc.sink", PF_BUILTIN_SINK, bi_ipc_sink_create},
     {"stage.sleep", PF_BUILTIN_PROCESS, bi_sleep_create},
     {"stage.fail", PF_BUILTIN_PROCESS, bi_fail_create},
     {"mux", PF_BUILTIN_PROCESS, bi_mux_create},

@@ -140,6 +140,8 @@ pf_status bi_sleep_create(bi_args *a, pf_stage_desc *d);
 pf_status bi_fail_create(bi_args *a, pf_stage_desc *d);
 pf_status bi_mux_create(bi_args *a, pf_stage_desc *d);          /* mux.c */
 pf_status bi_demux_create(bi_args *a, pf_stage_desc *d);        /* demux.c */
+pf_status bi_ipc_source_create(bi_args *a, pf_stage_desc *d);   /* builtin_ipc.c */
+pf_status bi_ipc_sink_create(bi_args *a, pf_stage_desc *d);     /* builtin_ipc.c */
 
 /* FNV-1a 64 (sink.checksum; exposed for tests through the documented rule). */
 uint64_t bi_fnv1a(uint64_t h, const void *data, size_t n);
