@@ -23,9 +23,12 @@ DEB_TOOLS=(cmake:cmake make:make gcc:gcc g++:g++ pkg-config:pkg-config node:node
 # FFmpeg (optional at build time, wanted here); libffmpeg-nvenc-dev: the
 # NVDEC headers (ffnvcodec, runtime-loaded libnvcuvid), carried to the GPU machine;
 # libavdevice-dev: V4L2 cameras (/dev/videoN) through libavdevice (optional).
+# python3-dev: the Python package (python/); python3-numpy + python3-pytest: its
+# tests; python3-setuptools, -venv, -pip: `pip install .` offline (its test).
 DEB_LIBS=(libopencv-dev libyaml-dev libprotobuf-c-dev libonnx-dev libonnx-testdata
           libopenblas-dev libpng-dev libjpeg-dev libavformat-dev libavcodec-dev libavutil-dev
-          libswscale-dev libffmpeg-nvenc-dev libavdevice-dev)
+          libswscale-dev libffmpeg-nvenc-dev libavdevice-dev
+          python3-dev python3-numpy python3-pytest python3-setuptools python3-venv python3-pip)
 
 missing=()
 for t in "${DEB_TOOLS[@]}"; do
