@@ -22,7 +22,7 @@ static void pin_release(void *opaque, void *data, size_t size)
     PyMem_RawFree(p);
 }
 
-int pfpy_buffer_wrap(Py_buffer *view, pf_buffer **out)
+int pfpy_buffer_wrap(Py_buffer *view, size_t size, pf_buffer **out)
 {
     pin *p = PyMem_RawMalloc(sizeof *p);
     if (!p) {
@@ -31,8 +31,7 @@ int pfpy_buffer_wrap(Py_buffer *view, pf_buffer **out)
         return -1;
     }
     p->view = *view;
-    pf_status st = pf_buffer_wrap(view->buf, (size_t)view->len, PF_MEM_HOST, NULL, pin_release, p,
-                                  out);
+    pf_status st = pf_buffer_wrap(view->buf, size, PF_MEM_HOST, NULL, pin_release, p, out);
     if (st != PF_OK) {
         PyBuffer_Release(&p->view);
         PyMem_RawFree(p);
@@ -75,10 +74,14 @@ static const char *format_name(const char *f)
     }
 }
 
+/* With PFPY_ROWS the outermost dimension may have any stride >= the rest's
+ * size (rows of an image with padding, a row slice of a bigger image); the
+ * inner dimensions must be contiguous. */
 static int from_buffer(PyObject *obj, int flags, const char *what, pfpy_array *out)
 {
     Py_buffer view;
-    int req = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (flags & PFPY_WRITE ? PyBUF_WRITABLE : 0);
+    int req = ((flags & PFPY_ROWS) ? PyBUF_STRIDES : PyBUF_C_CONTIGUOUS) | PyBUF_FORMAT |
+              (flags & PFPY_WRITE ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, &view, req) < 0) {
         if (PyErr_ExceptionMatches(PyExc_BufferError) || PyErr_ExceptionMatches(PyExc_ValueError)) {
             PyErr_Clear();
@@ -110,9 +113,24 @@ static int from_buffer(PyObject *obj, int flags, const char *what, pfpy_array *o
         ndim = 1;
         shape[0] = view.len / (view.itemsize ? view.itemsize : 1);
     }
+    int64_t strides[PF_TENSOR_MAX_DIMS];
+    const int64_t *sp = NULL;
+    size_t span = (size_t)view.len;
+    if ((flags & PFPY_ROWS) && view.strides && ndim >= 1) {
+        int64_t inner = 1;
+        for (int i = ndim - 1; i >= 1; i--) {
+            if (view.strides[i] != inner * view.itemsize) goto strided;
+            strides[i] = inner;
+            inner *= shape[i];
+        }
+        if (view.strides[0] < inner * view.itemsize || view.strides[0] % view.itemsize) goto strided;
+        strides[0] = view.strides[0] / view.itemsize;
+        sp = strides;
+        span = shape[0] > 0 ? (size_t)((shape[0] - 1) * view.strides[0] + inner * view.itemsize) : 0;
+    }
     pf_buffer *buf = NULL;
-    if (pfpy_buffer_wrap(&view, &buf) < 0) return -1;
-    pf_status st = pf_tensor_wrap(&out->t, buf, 0, (pf_dtype)dt, ndim, shape, NULL,
+    if (pfpy_buffer_wrap(&view, span, &buf) < 0) return -1;
+    pf_status st = pf_tensor_wrap(&out->t, buf, 0, (pf_dtype)dt, ndim, shape, sp,
                                   PF_LAYOUT_NONE);
     pf_buffer_unref(&buf);
     if (st != PF_OK) {
@@ -121,6 +139,11 @@ static int from_buffer(PyObject *obj, int flags, const char *what, pfpy_array *o
     }
     out->device = pf_buffer_device(out->t.buf);
     return 0;
+strided:
+    PyBuffer_Release(&view);
+    pfpy_raise_fmt(PF_ERR_INVALID, "%s: only the rows of an image may be strided; the pixels of "
+                   "a row must be contiguous (numpy.ascontiguousarray makes a copy that is)", what);
+    return -1;
 }
 
 int pfpy_array_get(PyObject *obj, int flags, const char *what, void *stream, pfpy_array *out)
@@ -194,7 +217,7 @@ int pfpy_frame_from_array(PyObject *obj, const char *format, const char *what, p
                           pf_device **dev)
 {
     pfpy_array a;
-    if (pfpy_array_get(obj, PFPY_READ, what, NULL, &a) < 0) return -1;
+    if (pfpy_array_get(obj, PFPY_READ | PFPY_ROWS, what, NULL, &a) < 0) return -1;
     pf_pixfmt fmt = PF_PIXFMT_NONE;
     if (format && pfpy_pixfmt_parse(format, &fmt) < 0) goto fail;
     if (a.t.dtype != PF_DTYPE_U8) {

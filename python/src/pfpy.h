@@ -116,7 +116,7 @@ typedef struct pfpy_array {
     int from_dlpack;
 } pfpy_array;
 
-enum { PFPY_READ = 0, PFPY_WRITE = 1 };
+enum { PFPY_READ = 0, PFPY_WRITE = 1, PFPY_ROWS = 2 /* outer stride may be padded */ };
 /* `what` names the argument in messages. `stream`: a cudaStream_t the data
  * will be used on (DLPack producers order their work before it), or NULL. */
 int pfpy_array_get(PyObject *obj, int flags, const char *what, void *stream, pfpy_array *out);
@@ -124,15 +124,15 @@ void pfpy_array_release(pfpy_array *a);
 /* The device whose memory `obj` lives in (pixflow.Tensor, DLPack's
  * __dlpack_device__; the CPU for everything else). */
 int pfpy_object_device(PyObject *obj, pf_device **dev);
-/* Wraps caller memory described by a Py_buffer into a pf_buffer that
- * releases the Py_buffer (with the GIL) when its last reference goes. On
- * failure the Py_buffer is released and a Python exception set. */
-int pfpy_buffer_wrap(Py_buffer *view, pf_buffer **out);
+/* Wraps `size` bytes from view->buf into a pf_buffer that releases the
+ * Py_buffer (with the GIL) when its last reference goes. On failure the
+ * Py_buffer is released and a Python exception set. */
+int pfpy_buffer_wrap(Py_buffer *view, size_t size, pf_buffer **out);
 
 /* Frames: an image array -> pf_frame sharing its memory.
  *   [H, W, 3] u8 rgb24 (or bgr24 with format="bgr24"), [H, W, 4] rgba,
  *   [H, W] or [H, W, 1] gray8, [H * 3 / 2, W] nv12 or i420 (format given;
- *   even sizes). C-contiguous. */
+ *   even sizes). Rows may be padded (a row slice of a bigger image). */
 int pfpy_frame_from_array(PyObject *obj, const char *format, const char *what, pf_frame *out,
                           pf_device **dev);
 /* The array shape a frame of `fmt` w x h is returned in, and the frame
