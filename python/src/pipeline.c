@@ -743,16 +743,9 @@ report:
 static int pop_output(pfpy_pipeline *o, out_entry *e)
 {
     for (;;) {
-        pf_status st;
-        Py_BEGIN_ALLOW_THREADS
-        st = pf_queue_pop(o->outq, e, 100000);
-        Py_END_ALLOW_THREADS
-        if (st == PF_OK) return 1;
-        if (st == PF_EOF || st == PF_ERR_CLOSED) return 0;
-        if (st != PF_TIMEOUT && st != PF_AGAIN) {
-            pfpy_raise(st, "pipeline output");
-            return -1;
-        }
+        /* Before every pop, not only after a timeout: drain() pops without
+         * returning to Python, and items may come faster than the timeout.
+         * The check reads one flag unless a signal arrived. */
         if (PyErr_CheckSignals() < 0) {
             atomic_store(&o->closing, 1);
             Py_BEGIN_ALLOW_THREADS
@@ -761,6 +754,16 @@ static int pop_output(pfpy_pipeline *o, out_entry *e)
             Py_END_ALLOW_THREADS
             o->finished = 1;
             o->status = PF_ERR_CANCELLED;
+            return -1;
+        }
+        pf_status st;
+        Py_BEGIN_ALLOW_THREADS
+        st = pf_queue_pop(o->outq, e, 100000);
+        Py_END_ALLOW_THREADS
+        if (st == PF_OK) return 1;
+        if (st == PF_EOF || st == PF_ERR_CLOSED) return 0;
+        if (st != PF_TIMEOUT && st != PF_AGAIN) {
+            pfpy_raise(st, "pipeline output");
             return -1;
         }
     }
