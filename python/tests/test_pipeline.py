@@ -84,7 +84,9 @@ def test_python_exception_stops_the_pipeline():
     with pytest.raises(KeyError, match="frame two") as e:
         for it in p:
             got.append(it.seq)
-    assert got == [0, 1]
+    # Items 0 and 1 may or may not have reached the output before the error
+    # stopped the pipeline (what is queued then is dropped): never item 2.
+    assert got == list(range(len(got))) and len(got) <= 2
     assert isinstance(e.value.__cause__, pixflow.Error)
     assert "python" in str(e.value.__cause__)
 
