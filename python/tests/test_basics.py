@@ -98,3 +98,21 @@ def test_inputs_are_read_in_place():
     assert pixflow.ops.resize(img, (2, 2)).max() == 7
     with pytest.raises(pixflow.InvalidError, match="contiguous"):
         pixflow.ops.mask_threshold(np.zeros((4, 4), np.float32)[:, ::2])
+
+
+def test_type_stubs_cover_the_api():
+    import ast
+    import os
+    here = os.path.dirname(pixflow.__file__)
+    declared = set()
+    for f in ("__init__.pyi", "ops.pyi"):
+        tree = ast.parse(open(os.path.join(here, f)).read())
+        declared |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    public = {n for n in dir(pixflow._pixflow) if not n.startswith("_") and n != "ops"}
+    public |= {n for n in dir(pixflow.ops) if not n.startswith("_")} - {"annotations"}
+    public.add("model_path")
+    assert public - declared == set()
+    # and the docstrings are there
+    for name in ("Model", "Pipeline", "Tensor", "from_dlpack", "devices"):
+        assert getattr(pixflow, name).__doc__
+    assert "letterbox" in pixflow.ops.preprocess.__doc__
