@@ -218,6 +218,15 @@ int pfpy_frame_from_array(PyObject *obj, const char *format, const char *what, p
 {
     pfpy_array a;
     if (pfpy_array_get(obj, PFPY_READ | PFPY_ROWS, what, NULL, &a) < 0) return -1;
+    int r = pfpy_frame_from_tensor(&a, format, what, out, dev);
+    pfpy_array_release(&a);
+    return r;
+}
+
+int pfpy_frame_from_tensor(const pfpy_array *in, const char *format, const char *what,
+                           pf_frame *out, pf_device **dev)
+{
+    pfpy_array a = *in;     /* borrowed: not released here */
     pf_pixfmt fmt = PF_PIXFMT_NONE;
     if (format && pfpy_pixfmt_parse(format, &fmt) < 0) goto fail;
     if (a.t.dtype != PF_DTYPE_U8) {
@@ -258,10 +267,8 @@ int pfpy_frame_from_array(PyObject *obj, const char *format, const char *what, p
         goto fail;
     }
     if (dev) *dev = a.device;
-    pfpy_array_release(&a);
     return 0;
 fail:
-    pfpy_array_release(&a);
     return -1;
 }
 

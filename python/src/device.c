@@ -39,19 +39,24 @@ static int device_slot(pf_device *dev)
     return p->index + 1 < PFPY_MAX_DEVICES ? p->index + 1 : -1;
 }
 
-pf_status pfpy_ctx_acquire(pf_device *dev, pfpy_ctx **out)
+pfpy_ctx *pfpy_ctx_try(pf_device *dev)
 {
     int slot = device_slot(dev);
-    if (slot >= 0) {
-        pthread_mutex_lock(&ctx_lock);
-        pfpy_ctx *c = free_ctx[slot];
-        if (c) free_ctx[slot] = c->next;
-        pthread_mutex_unlock(&ctx_lock);
-        if (c) {
-            c->next = NULL;
-            *out = c;
-            return PF_OK;
-        }
+    if (slot < 0) return NULL;
+    pthread_mutex_lock(&ctx_lock);
+    pfpy_ctx *c = free_ctx[slot];
+    if (c) free_ctx[slot] = c->next;
+    pthread_mutex_unlock(&ctx_lock);
+    if (c) c->next = NULL;
+    return c;
+}
+
+pf_status pfpy_ctx_acquire(pf_device *dev, pfpy_ctx **out)
+{
+    pfpy_ctx *c0 = pfpy_ctx_try(dev);
+    if (c0) {
+        *out = c0;
+        return PF_OK;
     }
     pfpy_ctx *c = calloc(1, sizeof *c);
     if (!c) return PF_ERR_NOMEM;

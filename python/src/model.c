@@ -236,13 +236,16 @@ static PyObject *model_run(PyObject *self, PyObject *args, PyObject *kw)
     if (n_in > MAX_IO || n_out > MAX_IO)
         return pfpy_raise_fmt(PF_ERR_UNSUPPORTED, "Model.run: more than %d inputs or outputs",
                               MAX_IO);
-    PyObject *objs[MAX_IO] = {0};
+    /* Only the n_in / n_out first entries are used (and cleared: clearing
+     * all 64 cost more than a small model's run). */
+    PyObject *objs[MAX_IO];
     pfpy_array arrs[MAX_IO];
-    memset(arrs, 0, sizeof arrs);
     pf_tensor dev_in[MAX_IO], outs[MAX_IO], host_outs[MAX_IO];
-    memset(dev_in, 0, sizeof dev_in);
-    memset(outs, 0, sizeof outs);
-    memset(host_outs, 0, sizeof host_outs);
+    memset(objs, 0, sizeof objs[0] * (size_t)n_in);
+    memset(arrs, 0, sizeof arrs[0] * (size_t)n_in);
+    memset(dev_in, 0, sizeof dev_in[0] * (size_t)n_in);
+    memset(outs, 0, sizeof outs[0] * (size_t)n_out);
+    memset(host_outs, 0, sizeof host_outs[0] * (size_t)n_out);
     PyObject *result = NULL;
     pfpy_ctx *ctx = NULL;
     int gpu = pf_device_props_get(m->device)->type != PF_DEVICE_CPU;
@@ -262,7 +265,10 @@ static PyObject *model_run(PyObject *self, PyObject *args, PyObject *kw)
     for (int i = 0; i < n_in; i++) {
         pf_model_io io = pf_model_input(m->model, i);
         char what[160];
-        snprintf(what, sizeof what, "input '%s'", io.name);
+        what[0] = 0;
+        strcat(what, "input '");
+        strncat(what, io.name, sizeof what - 10);
+        strcat(what, "'");
         if (gpu && !object_on_gpu(objs[i])) all_on_gpu = 0;
         if (pfpy_array_get(objs[i], PFPY_READ, what, ctx ? pf_stream_native(ctx->stream) : NULL,
                            &arrs[i]) < 0)
@@ -336,12 +342,14 @@ static PyObject *model_run(PyObject *self, PyObject *args, PyObject *kw)
         Py_DECREF(o);
     }
 done:
-    for (int i = 0; i < MAX_IO; i++) {
+    for (int i = 0; i < n_in; i++) {
         pf_tensor_unref(&dev_in[i]);
-        pf_tensor_unref(&outs[i]);
-        pf_tensor_unref(&host_outs[i]);
         pfpy_array_release(&arrs[i]);
         Py_XDECREF(objs[i]);
+    }
+    for (int i = 0; i < n_out; i++) {
+        pf_tensor_unref(&outs[i]);
+        pf_tensor_unref(&host_outs[i]);
     }
     if (ctx) {
         Py_BEGIN_ALLOW_THREADS

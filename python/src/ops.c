@@ -21,6 +21,7 @@ static int call_begin(PyObject *primary, call *c)
     memset(c, 0, sizeof *c);
     if (pfpy_object_device(primary, &c->dev) < 0) return -1;
     c->gpu = pf_device_props_get(c->dev)->type != PF_DEVICE_CPU;
+    if ((c->ctx = pfpy_ctx_try(c->dev)) != NULL) return 0;
     pf_status st;
     Py_BEGIN_ALLOW_THREADS
     st = pfpy_ctx_acquire(c->dev, &c->ctx);
@@ -229,15 +230,35 @@ done:
 /* Frame op skeleton: src array -> dst of `dfmt` w x h, run by `fn`. */
 typedef pf_status (*frame_fn)(pf_ops *ops, const pf_frame *src, pf_frame *dst, const void *arg);
 
+static PyObject *frame_op_call(call *cp, const pfpy_array *img, const char *format,
+                               const char *out_format, int w, int h, frame_fn fn, const void *arg,
+                               const char *name);
+
 static PyObject *frame_op(PyObject *image, const char *format, const char *out_format, int w,
                           int h, frame_fn fn, const void *arg, const char *name)
 {
     call c;
     if (call_begin(image, &c) < 0) return NULL;
+    pfpy_array a;
+    if (pfpy_array_get(image, PFPY_READ | PFPY_ROWS, "image", call_stream(&c), &a) < 0) {
+        call_end(&c);
+        return NULL;
+    }
+    PyObject *r = frame_op_call(&c, &a, format, out_format, w, h, fn, arg, name);
+    pfpy_array_release(&a);
+    return r;
+}
+
+/* Runs fn on the imported image; ends the call. */
+static PyObject *frame_op_call(call *cp, const pfpy_array *img, const char *format,
+                               const char *out_format, int w, int h, frame_fn fn, const void *arg,
+                               const char *name)
+{
+    call c = *cp;
     pf_frame src = {0}, dst = {0};
     PyObject *out = NULL;
     pf_pixfmt dfmt;
-    if (pfpy_frame_from_array(image, format, "image", &src, NULL) < 0) goto done;
+    if (pfpy_frame_from_tensor(img, format, "image", &src, NULL) < 0) goto done;
     dfmt = src.format;
     if (out_format && pfpy_pixfmt_parse(out_format, &dfmt) < 0) goto done;
     if (w <= 0) w = src.width, h = src.height;
@@ -285,62 +306,39 @@ static pf_status run_resize(pf_ops *ops, const pf_frame *s, pf_frame *d, const v
     return pf_ops_resize(ops, s, d, *(const pf_interp *)arg);
 }
 
-/* float32 [..., H, W] masks: pf_ops_resize_mask. */
-static PyObject *resize_mask(PyObject *mask, int w, int h, pf_interp interp)
+/* float32 [..., H, W] masks: pf_ops_resize_mask. Ends the call. */
+static PyObject *resize_mask(call *cp, const pfpy_array *in, int w, int h, pf_interp interp)
 {
-    call c;
-    if (call_begin(mask, &c) < 0) return NULL;
-    pfpy_array a;
+    call c = *cp;
+    pf_tensor src = in->t;      /* borrowed */
     PyObject *out = NULL;
-    if (pfpy_array_get(mask, PFPY_READ, "mask", call_stream(&c), &a) < 0) {
-        call_end(&c);
-        return NULL;
-    }
     pf_tensor dst = {0};
     pf_status st = PF_ERR_INVALID;
     char err[1024] = "";
-    if (a.t.ndim < 2) {
-        pfpy_raise_fmt(PF_ERR_INVALID, "resize: a float mask is [..., H, W]");
+    if (src.ndim < 2 || !pf_tensor_is_contiguous(&src)) {
+        pfpy_raise_fmt(PF_ERR_INVALID, "resize: a float mask is a contiguous [..., H, W] array");
         goto done;
     }
     int64_t shape[PF_TENSOR_MAX_DIMS];
-    memcpy(shape, a.t.shape, sizeof shape);
-    shape[a.t.ndim - 2] = h;
-    shape[a.t.ndim - 1] = w;
-    st = pf_tensor_alloc(&dst, PF_DTYPE_F32, a.t.ndim, shape, a.t.layout,
+    memcpy(shape, src.shape, sizeof shape);
+    shape[src.ndim - 2] = h;
+    shape[src.ndim - 1] = w;
+    st = pf_tensor_alloc(&dst, PF_DTYPE_F32, src.ndim, shape, src.layout,
                          c.gpu ? c.ctx->alloc : NULL, c.gpu ? c.ctx->stream : NULL);
     if (st != PF_OK) {
         pfpy_raise(st, "resize");
         goto done;
     }
     Py_BEGIN_ALLOW_THREADS
-    st = pf_ops_resize_mask(c.ctx->ops, &a.t, &dst, interp);
+    st = pf_ops_resize_mask(c.ctx->ops, &src, &dst, interp);
     st = finish(&c, st, err, sizeof err);
     Py_END_ALLOW_THREADS
     if (st != PF_OK) fail(st, err, "resize");
     else out = pfpy_tensor_new(&dst, c.dev);
 done:
     pf_tensor_unref(&dst);
-    pfpy_array_release(&a);
     call_end(&c);
     return pfpy_to_output(out);
-}
-
-static int is_float_array(PyObject *obj)
-{
-    if (PyObject_TypeCheck(obj, &pfpy_tensor_type))
-        return ((pfpy_tensor *)obj)->t.dtype == PF_DTYPE_F32;
-    PyObject *dt = PyObject_GetAttrString(obj, "dtype");
-    if (!dt) {
-        PyErr_Clear();
-        return 0;
-    }
-    PyObject *s = PyObject_Str(dt);
-    Py_DECREF(dt);
-    int r = s && PyUnicode_Check(s) && (strstr(PyUnicode_AsUTF8(s), "float32") != NULL);
-    Py_XDECREF(s);
-    PyErr_Clear();
-    return r;
 }
 
 static PyObject *op_resize(PyObject *self, PyObject *args, PyObject *kw)
@@ -356,9 +354,23 @@ static PyObject *op_resize(PyObject *self, PyObject *args, PyObject *kw)
         pfpy_parse_choice(interp_o, "interp", interp_names, interp_values, &interp) < 0)
         return NULL;
     pf_interp it = (pf_interp)interp;
-    if (!format && is_float_array(image)) return resize_mask(image, w, h, it);
-    if (w < 1 || h < 1) return pfpy_raise_fmt(PF_ERR_INVALID, "size (%d, %d): must be >= 1", w, h);
-    return frame_op(image, format, NULL, w, h, run_resize, &it, "resize");
+    call c;
+    if (call_begin(image, &c) < 0) return NULL;
+    pfpy_array a;
+    if (pfpy_array_get(image, PFPY_READ | PFPY_ROWS, "image", call_stream(&c), &a) < 0) {
+        call_end(&c);
+        return NULL;
+    }
+    PyObject *r;
+    if (!format && a.t.dtype == PF_DTYPE_F32)
+        r = resize_mask(&c, &a, w, h, it);
+    else if (w < 1 || h < 1) {
+        r = pfpy_raise_fmt(PF_ERR_INVALID, "size (%d, %d): must be >= 1", w, h);
+        call_end(&c);
+    } else
+        r = frame_op_call(&c, &a, format, NULL, w, h, run_resize, &it, "resize");
+    pfpy_array_release(&a);
+    return r;
 }
 
 /* 360° reprojection -------------------------------------------------------------- */
@@ -732,6 +744,12 @@ static PyObject *op_composite(PyObject *self, PyObject *args, PyObject *kw)
     if (image_o && pfpy_frame_from_array(image_o, NULL, "background", &image, NULL) < 0) goto done;
     if (image_o) bg.image = &image;
     if (pfpy_array_get(mask_o, PFPY_READ, "mask", call_stream(&c), &mask) < 0) goto done;
+    /* A model's NHWC mask [1, H, W, 1] is the same bytes as [1, H, W]. */
+    if (mask.t.ndim >= 3 && mask.t.shape[mask.t.ndim - 1] == 1 &&
+        pf_tensor_is_contiguous(&mask.t)) {
+        mask.t.ndim--;
+        mask.t.layout = PF_LAYOUT_NONE;
+    }
     pf_pixfmt dfmt = frame.format == PF_PIXFMT_NV12 || frame.format == PF_PIXFMT_I420
                          ? PF_PIXFMT_RGB24 : frame.format;
     if (out_format && pfpy_pixfmt_parse(out_format, &dfmt) < 0) goto done;
@@ -804,6 +822,6 @@ PyMethodDef pfpy_ops_methods[] = {
      "composite(frame, mask, background='blur', *, sigma=12.0, out_format=None, format=None, "
      "matrix='bt601', range='limited')\n--\n\n"
      "frame over a background through mask (float32 0..1 or uint8, any size: sampled "
-     "bilinearly). background: 'blur' (sigma), 'none', an (r, g, b) tuple or an image array "
+     "bilinearly; [H, W] with leading 1s, or a model's [1, H, W, 1]). background: 'blur' (sigma), 'none', an (r, g, b) tuple or an image array "
      "(resized). out_format 'rgb24', 'bgr24', 'rgba' (alpha from the mask) or 'nv12'."},
     {NULL}};

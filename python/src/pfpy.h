@@ -57,6 +57,10 @@ int pfpy_device_parse(PyObject *spec, pf_device **out);
  * Callable without the GIL; sets pf_last_error on failure. */
 pf_status pfpy_ctx_acquire(pf_device *dev, pfpy_ctx **out);
 void pfpy_ctx_release(pfpy_ctx *ctx);
+/* A context from the free list or NULL, without creating one: quick enough
+ * to call with the GIL held (the lock is never held across anything that
+ * waits). */
+pfpy_ctx *pfpy_ctx_try(pf_device *dev);
 /* The process-wide CPU thread pool shared by ops contexts and executors. */
 pf_threadpool *pfpy_cpu_pool(void);
 PyObject *pfpy_devices(PyObject *self, PyObject *args);
@@ -135,6 +139,10 @@ int pfpy_buffer_wrap(Py_buffer *view, size_t size, pf_buffer **out);
  *   even sizes). Rows may be padded (a row slice of a bigger image). */
 int pfpy_frame_from_array(PyObject *obj, const char *format, const char *what, pf_frame *out,
                           pf_device **dev);
+/* The same for an array already imported (PFPY_ROWS); `a` stays the
+ * caller's. */
+int pfpy_frame_from_tensor(const pfpy_array *a, const char *format, const char *what,
+                           pf_frame *out, pf_device **dev);
 /* The array shape a frame of `fmt` w x h is returned in, and the frame
  * wrapped around a new tensor of that shape (host or ctx's device). */
 int pfpy_frame_alloc_array(pf_pixfmt fmt, int w, int h, pfpy_ctx *ctx, pf_frame *frame,

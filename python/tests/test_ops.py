@@ -105,6 +105,8 @@ def test_composite(rgb):
     assert (green == (0, 255, 0)).all()
     rgba = ops.composite(rgb, np.full((48, 64), 255, np.uint8), "none", out_format="rgba")
     assert rgba.shape == (48, 64, 4) and (rgba[..., 3] == 255).all()
+    nhwc = np.zeros((1, 4, 4, 1), np.float32)          # a model's mask as it comes
+    assert (ops.composite(rgb, nhwc, (5, 6, 7)) == (5, 6, 7)).all()
     bg = np.full((10, 10, 3), 9, np.uint8)
     assert (ops.composite(rgb, np.zeros((2, 2), np.float32), bg) == 9).all()
     blurred = ops.composite(rgb, np.zeros((2, 2), np.float32), "blur", sigma=3)
