@@ -88,7 +88,8 @@ static int from_buffer(PyObject *obj, int flags, const char *what, pfpy_array *o
             /* Exporters refuse PyBUF_C_CONTIGUOUS for strided data. */
             pfpy_raise_fmt(PF_ERR_INVALID,
                            "%s: the array must be C-contiguous%s (numpy.ascontiguousarray "
-                           "makes a copy that is)", what, flags & PFPY_WRITE ? " and writable" : "");
+                           "makes a copy that is)", what,
+                           flags & PFPY_WRITE ? " and writable" : "");
             return -1;
         }
         return -1;
@@ -123,10 +124,12 @@ static int from_buffer(PyObject *obj, int flags, const char *what, pfpy_array *o
             strides[i] = inner;
             inner *= shape[i];
         }
-        if (view.strides[0] < inner * view.itemsize || view.strides[0] % view.itemsize) goto strided;
+        if (view.strides[0] < inner * view.itemsize || view.strides[0] % view.itemsize)
+            goto strided;
         strides[0] = view.strides[0] / view.itemsize;
         sp = strides;
-        span = shape[0] > 0 ? (size_t)((shape[0] - 1) * view.strides[0] + inner * view.itemsize) : 0;
+        span = shape[0] > 0
+                   ? (size_t)((shape[0] - 1) * view.strides[0] + inner * view.itemsize) : 0;
     }
     pf_buffer *buf = NULL;
     if (pfpy_buffer_wrap(&view, span, &buf) < 0) return -1;
@@ -213,11 +216,11 @@ static int guess_format(const pf_tensor *t, pf_pixfmt *fmt)
     return 0;
 }
 
-int pfpy_frame_from_array(PyObject *obj, const char *format, const char *what, pf_frame *out,
-                          pf_device **dev)
+int pfpy_frame_from_array(PyObject *obj, const char *format, const char *what, void *stream,
+                          pf_frame *out, pf_device **dev)
 {
     pfpy_array a;
-    if (pfpy_array_get(obj, PFPY_READ | PFPY_ROWS, what, NULL, &a) < 0) return -1;
+    if (pfpy_array_get(obj, PFPY_READ | PFPY_ROWS, what, stream, &a) < 0) return -1;
     int r = pfpy_frame_from_tensor(&a, format, what, out, dev);
     pfpy_array_release(&a);
     return r;
@@ -241,7 +244,9 @@ int pfpy_frame_from_tensor(const pfpy_array *in, const char *format, const char 
         goto fail;
     }
     int h = a.t.ndim >= 1 ? (int)a.t.shape[0] : 0, w = a.t.ndim >= 2 ? (int)a.t.shape[1] : 0;
-    int want_c = fmt == PF_PIXFMT_RGBA ? 4 : fmt == PF_PIXFMT_RGB24 || fmt == PF_PIXFMT_BGR24 ? 3 : 1;
+    int want_c = fmt == PF_PIXFMT_RGBA                                ? 4
+                 : fmt == PF_PIXFMT_RGB24 || fmt == PF_PIXFMT_BGR24 ? 3
+                                                                    : 1;
     int yuv = fmt == PF_PIXFMT_NV12 || fmt == PF_PIXFMT_I420;
     int c = a.t.ndim == 3 ? (int)a.t.shape[2] : 1;
     if (a.t.ndim < 2 || a.t.ndim > 3 || c != want_c) {
@@ -328,11 +333,12 @@ PyObject *pfpy_frame_to_array(const pf_frame *f)
         /* Zero copy only where the planes form one [H * 3 / 2, W] block. */
         size_t w = (size_t)f->width, h = (size_t)f->height;
         uint8_t *base = f->data[0];
+        int planar_ok = f->format == PF_PIXFMT_NV12
+                            ? f->stride[1] == w
+                            : f->stride[1] == w / 2 && f->stride[2] == w / 2 &&
+                                  f->data[2] == f->data[1] + w / 2 * h / 2;
         int packed = f->width % 2 == 0 && f->height % 2 == 0 && f->stride[0] == w &&
-                     f->buf[1] == f->buf[0] && f->data[1] == base + w * h &&
-                     (f->format == PF_PIXFMT_NV12 ? f->stride[1] == w
-                                                   : (f->stride[1] == w / 2 && f->stride[2] == w / 2 &&
-                                                      f->data[2] == f->data[1] + w / 2 * h / 2));
+                     f->buf[1] == f->buf[0] && f->data[1] == base + w * h && planar_ok;
         if (packed && pf_frame_domain(f) != PF_MEM_DEVICE) {
             int64_t shape[2] = {(int64_t)(h * 3 / 2), (int64_t)w};
             size_t off = (size_t)(base - (uint8_t *)pf_buffer_data(f->buf[0]));

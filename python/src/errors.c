@@ -22,14 +22,18 @@ typedef struct {
 static PyObject *pfpy_error_base;
 
 static pfpy_error_kind kinds[] = {
-    {PF_ERR_INVALID, "InvalidError", "ValueError", "A bad argument or value (the message names it).", NULL},
-    {PF_ERR_NOMEM, "NoMemoryError", "MemoryError", "Out of host or device memory, or over a pool cap.", NULL},
+    {PF_ERR_INVALID, "InvalidError", "ValueError",
+     "A bad argument or value (the message names it).", NULL},
+    {PF_ERR_NOMEM, "NoMemoryError", "MemoryError",
+     "Out of host or device memory, or over a pool cap.", NULL},
     {PF_ERR_UNSUPPORTED, "UnsupportedError", "NotImplementedError",
      "A valid request this build or device cannot do.", NULL},
-    {PF_ERR_NO_DEVICE, "NoDeviceError", NULL, "The requested device does not exist or is unusable.", NULL},
+    {PF_ERR_NO_DEVICE, "NoDeviceError", NULL,
+     "The requested device does not exist or is unusable.", NULL},
     {PF_ERR_DEVICE, "DeviceError", NULL, "A device runtime call failed (a CUDA error).", NULL},
     {PF_ERR_IO, "IOError", "OSError", "Reading or writing a file, pipe or stream failed.", NULL},
-    {PF_ERR_FORMAT, "FormatError", "ValueError", "Malformed input data (file, model, config).", NULL},
+    {PF_ERR_FORMAT, "FormatError", "ValueError",
+     "Malformed input data (file, model, config).", NULL},
     {PF_ERR_CLOSED, "ClosedError", NULL, "The queue, pool or object was closed.", NULL},
     {PF_ERR_BUSY, "BusyError", NULL, "The resource is still in use.", NULL},
     {PF_ERR_CANCELLED, "CancelledError", NULL, "The operation was cancelled.", NULL},

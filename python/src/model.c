@@ -369,7 +369,8 @@ static PyObject *model_repr(PyObject *self)
 }
 
 static PyGetSetDef model_getset[] = {
-    {"inputs", model_inputs, NULL, "The inputs: a list of TensorInfo (name, shape, dtype, layout).", NULL},
+    {"inputs", model_inputs, NULL,
+     "The inputs: a list of TensorInfo (name, shape, dtype, layout).", NULL},
     {"outputs", model_outputs, NULL, "The outputs: a list of TensorInfo.", NULL},
     {"device", model_device, NULL, "The device the model runs on.", NULL},
     {"path", model_path, NULL, "The model file.", NULL},

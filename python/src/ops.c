@@ -151,8 +151,8 @@ static PyObject *op_preprocess(PyObject *self, PyObject *args, PyObject *kw)
     }
     if (call_begin(PySequence_Fast_GET_ITEM(seq, 0), &c) < 0) goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (pfpy_frame_from_array(PySequence_Fast_GET_ITEM(seq, i), format, "images", &frames[i],
-                                  NULL) < 0)
+        if (pfpy_frame_from_array(PySequence_Fast_GET_ITEM(seq, i), format, "images",
+                                  call_stream(&c), &frames[i], NULL) < 0)
             goto done;
         srcs[i] = &frames[i];
     }
@@ -435,7 +435,8 @@ static PyObject *op_reproject(PyObject *self, PyObject *args, PyObject *kw)
     for (Py_ssize_t i = 0; i < n; i++)
         if (parse_view(PySequence_Fast_GET_ITEM(seq, i), &views[i]) < 0) goto done;
     if (call_begin(image, &c) < 0) goto done;
-    if (pfpy_frame_from_array(image, format, "equirect", &src, NULL) < 0) goto done;
+    if (pfpy_frame_from_array(image, format, "equirect", call_stream(&c), &src, NULL) < 0)
+        goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (pfpy_frame_alloc_array(src.format, views[i].width, views[i].height,
                                    c.gpu ? c.ctx : NULL, &dst[i], &outs[i]) < 0)
@@ -499,7 +500,8 @@ static PyObject *op_cubemap(PyObject *self, PyObject *args, PyObject *kw)
     if (face < 1 || face > 16384)
         return pfpy_raise_fmt(PF_ERR_INVALID, "face_size %d: must be 1..16384", face);
     cube_args a = {face, (pf_cube_layout)layout, (pf_interp)interp};
-    int w = layout == PF_CUBE_3X2 ? 3 * face : face, h = layout == PF_CUBE_3X2 ? 2 * face : 6 * face;
+    int w = layout == PF_CUBE_3X2 ? 3 * face : face;
+    int h = layout == PF_CUBE_3X2 ? 2 * face : 6 * face;
     return frame_op(image, format, NULL, w, h, run_cubemap, &a, "cubemap");
 }
 
@@ -633,7 +635,8 @@ static PyObject *op_mask_argmax(PyObject *self, PyObject *args, PyObject *kw)
     pf_allocator *al = c.gpu ? c.ctx->alloc : NULL;
     pf_stream *sm = c.gpu ? c.ctx->stream : NULL;
     st = pf_tensor_alloc(&labels, PF_DTYPE_U8, 3, shape, PF_LAYOUT_NONE, al, sm);
-    if (st == PF_OK && cls >= 0) st = pf_tensor_alloc(&prob, PF_DTYPE_F32, 3, shape, PF_LAYOUT_NONE, al, sm);
+    if (st == PF_OK && cls >= 0)
+        st = pf_tensor_alloc(&prob, PF_DTYPE_F32, 3, shape, PF_LAYOUT_NONE, al, sm);
     if (st != PF_OK) {
         pfpy_raise(st, "mask_argmax");
         goto done;
@@ -740,8 +743,11 @@ static PyObject *op_composite(PyObject *self, PyObject *args, PyObject *kw)
     pfpy_array mask;
     memset(&mask, 0, sizeof mask);
     PyObject *out = NULL;
-    if (pfpy_frame_from_array(frame_o, format, "frame", &frame, NULL) < 0) goto done;
-    if (image_o && pfpy_frame_from_array(image_o, NULL, "background", &image, NULL) < 0) goto done;
+    if (pfpy_frame_from_array(frame_o, format, "frame", call_stream(&c), &frame, NULL) < 0)
+        goto done;
+    if (image_o &&
+        pfpy_frame_from_array(image_o, NULL, "background", call_stream(&c), &image, NULL) < 0)
+        goto done;
     if (image_o) bg.image = &image;
     if (pfpy_array_get(mask_o, PFPY_READ, "mask", call_stream(&c), &mask) < 0) goto done;
     /* A model's NHWC mask [1, H, W, 1] is the same bytes as [1, H, W]. */
@@ -822,6 +828,7 @@ PyMethodDef pfpy_ops_methods[] = {
      "composite(frame, mask, background='blur', *, sigma=12.0, out_format=None, format=None, "
      "matrix='bt601', range='limited')\n--\n\n"
      "frame over a background through mask (float32 0..1 or uint8, any size: sampled "
-     "bilinearly; [H, W] with leading 1s, or a model's [1, H, W, 1]). background: 'blur' (sigma), 'none', an (r, g, b) tuple or an image array "
+     "bilinearly; [H, W] with leading 1s, or a model's [1, H, W, 1]). background: 'blur' "
+     "(sigma), 'none', an (r, g, b) tuple or an image array "
      "(resized). out_format 'rgb24', 'bgr24', 'rgba' (alpha from the mask) or 'nv12'."},
     {NULL}};

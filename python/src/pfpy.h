@@ -137,8 +137,8 @@ int pfpy_buffer_wrap(Py_buffer *view, size_t size, pf_buffer **out);
  *   [H, W, 3] u8 rgb24 (or bgr24 with format="bgr24"), [H, W, 4] rgba,
  *   [H, W] or [H, W, 1] gray8, [H * 3 / 2, W] nv12 or i420 (format given;
  *   even sizes). Rows may be padded (a row slice of a bigger image). */
-int pfpy_frame_from_array(PyObject *obj, const char *format, const char *what, pf_frame *out,
-                          pf_device **dev);
+int pfpy_frame_from_array(PyObject *obj, const char *format, const char *what, void *stream,
+                          pf_frame *out, pf_device **dev);
 /* The same for an array already imported (PFPY_ROWS); `a` stays the
  * caller's. */
 int pfpy_frame_from_tensor(const pfpy_array *a, const char *format, const char *what,

@@ -31,7 +31,8 @@ static PyMemberDef item_members[] = {
     {"frame", T_OBJECT, offsetof(pfpy_item, frame), 0,
      "The image: a NumPy array ([H, W, 3], [H, W, 4], [H, W], or [H * 3 / 2, W] for "
      "nv12/i420), a pixflow.Tensor in GPU memory, or None."},
-    {"tensor", T_OBJECT, offsetof(pfpy_item, tensor), 0, "A tensor travelling with the item, or None."},
+    {"tensor", T_OBJECT, offsetof(pfpy_item, tensor), 0,
+     "A tensor travelling with the item, or None."},
     {"format", T_OBJECT, offsetof(pfpy_item, format), 0,
      "The frame's pixel format ('rgb24', 'nv12', ...); None = from the array's shape."},
     {"stage", T_OBJECT, offsetof(pfpy_item, stage), 0, "The stage whose output this is."},
@@ -72,7 +73,8 @@ static int item_init(PyObject *self, PyObject *args, PyObject *kw)
 static PyObject *item_repr(PyObject *self)
 {
     pfpy_item *it = (pfpy_item *)self;
-    return PyUnicode_FromFormat("pixflow.Item(stage=%R, source=%lld, seq=%lld, frame=%s, tensor=%s)",
+    return PyUnicode_FromFormat("pixflow.Item(stage=%R, source=%lld, seq=%lld, frame=%s, "
+                                "tensor=%s)",
                                 it->stage ? it->stage : Py_None, it->source, it->seq,
                                 it->frame && it->frame != Py_None ? "..." : "None",
                                 it->tensor && it->tensor != Py_None ? "..." : "None");
@@ -141,7 +143,7 @@ static int item_from_py(PyObject *obj, const pf_item *like, pf_item *out)
     }
     const char *fmt = format && PyUnicode_Check(format) ? PyUnicode_AsUTF8(format) : NULL;
     if (frame && frame != Py_None) {
-        if (pfpy_frame_from_array(frame, fmt, "item.frame", &out->frame, NULL) < 0) return -1;
+        if (pfpy_frame_from_array(frame, fmt, "item.frame", NULL, &out->frame, NULL) < 0) return -1;
         if (like) pf_frame_copy_props(&out->frame, &like->frame);
         if (PyObject_TypeCheck(obj, &item_type) && ((pfpy_item *)obj)->pts != PF_NOPTS)
             out->frame.pts = ((pfpy_item *)obj)->pts;
@@ -295,7 +297,8 @@ static pf_status py_source(void *user, pf_stage_ctx *ctx, pf_item *out)
     PyObject *r = PyIter_Next(s->fn);
     if (!r) {
         if (PyErr_Occurred()) {
-            st = PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) ? PF_ERR_CANCELLED : PF_ERR_INVALID;
+            st = PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) ? PF_ERR_CANCELLED
+                                                                  : PF_ERR_INVALID;
             save_py_error(s->owner);
         } else {
             st = PF_EOF;

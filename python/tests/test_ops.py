@@ -51,7 +51,8 @@ def test_resize(rgb):
     assert np.array_equal(down, rgb)
     m = np.random.default_rng(0).random((1, 1, 8, 8), dtype=np.float32)
     mr = ops.resize(m, (16, 16), "nearest")
-    assert mr.shape == (1, 1, 16, 16) and np.array_equal(mr[0, 0], m[0, 0].repeat(2, 0).repeat(2, 1))
+    assert mr.shape == (1, 1, 16, 16)
+    assert np.array_equal(mr[0, 0], m[0, 0].repeat(2, 0).repeat(2, 1))
     with pytest.raises(pixflow.InvalidError):
         ops.resize(rgb, (0, 4))
 
