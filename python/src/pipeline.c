@@ -696,6 +696,20 @@ static PyObject *pipeline_start(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* A signal handler raised (KeyboardInterrupt): cancel, wait for the
+ * workers to unwind, leave the exception set. Returns -1. */
+static int interrupted(pfpy_pipeline *o)
+{
+    atomic_store(&o->closing, 1);
+    Py_BEGIN_ALLOW_THREADS
+    pf_pipeline_cancel(o->p);
+    pf_pipeline_wait(o->p, -1);
+    Py_END_ALLOW_THREADS
+    o->finished = 1;
+    o->status = PF_ERR_CANCELLED;
+    return -1;
+}
+
 /* After the outputs ended (or with none): waits for the pipeline and
  * raises its error. Checks signals every 100 ms. */
 static int finish(pfpy_pipeline *o)
@@ -714,15 +728,7 @@ static int finish(pfpy_pipeline *o)
             o->finished = 1;
             break;
         }
-        if (PyErr_CheckSignals() < 0) {
-            Py_BEGIN_ALLOW_THREADS
-            pf_pipeline_cancel(o->p);
-            pf_pipeline_wait(o->p, -1);
-            Py_END_ALLOW_THREADS
-            o->finished = 1;
-            o->status = PF_ERR_CANCELLED;
-            return -1;
-        }
+        if (PyErr_CheckSignals() < 0) return interrupted(o);
     }
 report:
     if (o->status == PF_OK) return 0;
@@ -749,16 +755,7 @@ static int pop_output(pfpy_pipeline *o, out_entry *e)
         /* Before every pop, not only after a timeout: drain() pops without
          * returning to Python, and items may come faster than the timeout.
          * The check reads one flag unless a signal arrived. */
-        if (PyErr_CheckSignals() < 0) {
-            atomic_store(&o->closing, 1);
-            Py_BEGIN_ALLOW_THREADS
-            pf_pipeline_cancel(o->p);
-            pf_pipeline_wait(o->p, -1);
-            Py_END_ALLOW_THREADS
-            o->finished = 1;
-            o->status = PF_ERR_CANCELLED;
-            return -1;
-        }
+        if (PyErr_CheckSignals() < 0) return interrupted(o);
         pf_status st;
         Py_BEGIN_ALLOW_THREADS
         st = pf_queue_pop(o->outq, e, 100000);
