@@ -44,7 +44,7 @@ def timed(fn, n, rounds=9):
     return min(per)
 
 
-def overhead(device, n):
+def overhead(device, n, onnx):
     from pixflow import _pixflow
     img = np.full((4, 4, 3), 77, np.uint8)
     src = img if device == "cpu" else pixflow.from_dlpack(img).to(device)
@@ -54,7 +54,6 @@ def overhead(device, n):
     res["c_resize_us"] = min(_pixflow._bench_c_resize(n, 4, 4, 2, 2, device)
                              for _ in range(9)) * 1e6
     res["overhead_us"] = res["py_resize_us"] - res["c_resize_us"]
-    onnx = "/usr/share/libonnx-testdata/data/node/test_relu/model.onnx"
     if os.path.exists(onnx):
         try:
             m = pixflow.Model(onnx, device=device)
@@ -113,11 +112,13 @@ def main():
     ap.add_argument("--input", default=os.path.join(ROOT, ".data", "Megamind.avi"))
     ap.add_argument("--frames", type=int, default=200)
     ap.add_argument("--cli", default=None, help="the pixflow CLI (default: next to PYTHONPATH)")
+    ap.add_argument("--onnx", default="/usr/share/libonnx-testdata/data/node/test_relu/model.onnx",
+                    help="a small ONNX model for the Model.run overhead (Debian libonnx-testdata)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
 
     res = {"device": a.device, "python": sys.version.split()[0]}
-    res.update(overhead(a.device, a.calls))
+    res.update(overhead(a.device, a.calls, a.onnx))
     if os.path.exists(a.input):
         fps, n = python_segment_loop(a.input, a.device, a.frames)
         res["python_loop_fps"] = fps

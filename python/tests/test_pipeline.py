@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import pixflow
+from conftest import needs_yaml
 
 YAML = """
 name: py-test
@@ -16,6 +17,7 @@ edges:
 """
 
 
+@needs_yaml
 def test_yaml_text_and_file(tmp_path):
     p = pixflow.Pipeline.from_yaml(YAML)
     p.output("small")
@@ -32,6 +34,7 @@ def test_yaml_text_and_file(tmp_path):
     assert q.run()["items"] == 2          # reached sink "out"; nothing collected
 
 
+@needs_yaml
 def test_yaml_errors_name_the_line():
     with pytest.raises(pixflow.FormatError, match="<string>:3"):
         pixflow.Pipeline.from_yaml("stages:\n  - name: a\n    type: no.such\n")
@@ -70,6 +73,7 @@ def test_function_may_drop_or_fan_out():
     assert [it.seq for it in p] == [0, 0, 2, 2]
 
 
+@needs_yaml
 def test_python_exception_stops_the_pipeline():
     def boom(item):
         if item.seq == 2:
