@@ -47,7 +47,7 @@ from . import ops  # noqa: F401
 from . import _pixflow
 
 # The jobs (segment, reproject, Segmenter) exist when the library has them.
-for _name in ("segment", "reproject", "Segmenter", "Job"):
+for _name in ("segment", "reproject", "Segmenter", "Job", "model_find"):
     if hasattr(_pixflow, _name):
         globals()[_name] = getattr(_pixflow, _name)
 
