@@ -52,6 +52,27 @@ for _name in ("segment", "reproject", "Segmenter", "Job", "model_find"):
         globals()[_name] = getattr(_pixflow, _name)
 
 
+def _models_dir():
+    """Where this copy of the package finds the shipped models: its models/
+    folder (pip installs), else node_modules/ of the source tree it was
+    built in (the build tree)."""
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    for d in (_os.path.join(here, "models"),
+              _os.path.join(_os.environ.get("PF_SOURCE_DIR") or "", "node_modules"),
+              _os.path.join(here, "..", "..", "..", "node_modules")):
+        if d and _os.path.isdir(d):
+            return _os.path.normpath(d)
+    return None
+
+
+# The library looks models up by name (pixflow.segment(model="selfie"),
+# Segmenter) in $PIXFLOW_MODELS first, then next to libpixflow, which inside
+# a Python package is the wrong place: point it at ours unless the user
+# chose a folder.
+if not _os.environ.get("PIXFLOW_MODELS") and _models_dir():
+    _os.environ["PIXFLOW_MODELS"] = _models_dir()
+
+
 def model_path(name):
     """Full path of a model shipped with pixflow (e.g.
     'selfie_segmentation.tflite'): $PIXFLOW_MODELS, the package's models/

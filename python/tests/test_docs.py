@@ -4,6 +4,8 @@ import re
 
 import pytest
 
+import pixflow
+
 from conftest import HAVE_YAML, SOURCE_DIR
 
 DOC = os.path.join(SOURCE_DIR, "docs", "python.md")
@@ -24,4 +26,6 @@ def test_doc_example(index, tmp_path, monkeypatch, capsys):
     code = blocks()[index]
     if "from_yaml" in code and not HAVE_YAML:
         pytest.skip("built without libyaml")
+    if "pixflow.segment(" in code and not hasattr(pixflow, "segment"):
+        pytest.skip("this libpixflow has no jobs API")
     exec(compile(code, "%s example %d" % (DOC, index + 1), "exec"), {"__name__": "__doc__"})
