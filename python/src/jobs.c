@@ -542,7 +542,7 @@ static int segmenter_init(PyObject *self, PyObject *args, PyObject *kw)
     int r = -1;
     if (opt_path(model, keep, &p.model) < 0 || opt_path(background, keep, &p.background) < 0)
         goto done;
-    if (pfpy_device_parse(device, &p.device) < 0) goto done;
+    if (device != Py_None && pfpy_device_parse(device, &p.device) < 0) goto done;
     p.alpha = alpha;
     if (smooth >= 0) p.smooth = (float)smooth;
     pf_status st;

@@ -24,7 +24,6 @@ static int numpy_api;   /* import_array succeeded */
 static PyObject *np_asarray;      /* numpy.asarray, or Py_None without NumPy */
 
 static const char *const dtype_names[PF_DTYPE_COUNT] = {"uint8", "int32", "float16", "float32"};
-static const char dtype_formats[PF_DTYPE_COUNT] = {'B', 'i', 'e', 'f'};
 
 const char *pfpy_dtype_name(pf_dtype dt)
 {
@@ -130,14 +129,13 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags)
         d->shape[i] = (Py_ssize_t)o->t.shape[i];
         d->strides[i] = (Py_ssize_t)(o->t.strides[i] * (int64_t)es);
     }
-    static char formats[PF_DTYPE_COUNT][2];
-    formats[o->t.dtype][0] = dtype_formats[o->t.dtype];
+    static const char *const formats[PF_DTYPE_COUNT] = {"B", "i", "e", "f"};
     view->obj = Py_NewRef(self);
     view->buf = o->t.data;
     view->len = (Py_ssize_t)(pf_tensor_numel(&o->t) * (int64_t)es);
     view->readonly = 0;
     view->itemsize = (Py_ssize_t)es;
-    view->format = (flags & PyBUF_FORMAT) ? formats[o->t.dtype] : NULL;
+    view->format = (flags & PyBUF_FORMAT) ? (char *)formats[o->t.dtype] : NULL;
     view->ndim = o->t.ndim;
     view->shape = (flags & PyBUF_ND) == PyBUF_ND ? d->shape : NULL;
     view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? d->strides : NULL;
