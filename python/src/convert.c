@@ -323,7 +323,13 @@ int pfpy_frame_alloc_array(pf_pixfmt fmt, int w, int h, pfpy_ctx *ctx, pf_frame 
     return 0;
 }
 
-PyObject *pfpy_frame_to_array(const pf_frame *f)
+static PyObject *owned(PyObject *tensor, PyObject *owner)
+{
+    if (tensor && owner) ((pfpy_tensor *)tensor)->owner = Py_NewRef(owner);
+    return pfpy_to_output(tensor);
+}
+
+PyObject *pfpy_frame_to_array(const pf_frame *f, PyObject *owner)
 {
     int c = f->format == PF_PIXFMT_RGBA ? 4 : f->format == PF_PIXFMT_RGB24 ||
             f->format == PF_PIXFMT_BGR24 ? 3 : 1;
@@ -344,7 +350,7 @@ PyObject *pfpy_frame_to_array(const pf_frame *f)
             size_t off = (size_t)(base - (uint8_t *)pf_buffer_data(f->buf[0]));
             st = pf_tensor_wrap(&t, f->buf[0], off, PF_DTYPE_U8, 2, shape, NULL, PF_LAYOUT_NONE);
             if (st != PF_OK) return pfpy_raise(st, "frame");
-            return pfpy_to_output(pfpy_tensor_new(&t, NULL));
+            return owned(pfpy_tensor_new(&t, NULL), owner);
         }
         if (pf_frame_domain(f) == PF_MEM_DEVICE || f->width % 2 || f->height % 2)
             return pfpy_raise_fmt(PF_ERR_UNSUPPORTED, "a %dx%d %s frame in %s memory has no "
@@ -369,7 +375,7 @@ PyObject *pfpy_frame_to_array(const pf_frame *f)
     st = pf_tensor_wrap(&t, f->buf[0], off, PF_DTYPE_U8, c == 1 ? 2 : 3, shape,
                         c == 1 ? (int64_t[]){(int64_t)f->stride[0], 1} : strides, PF_LAYOUT_NONE);
     if (st != PF_OK) return pfpy_raise(st, "frame");
-    return pfpy_to_output(pfpy_tensor_new(&t, NULL));
+    return owned(pfpy_tensor_new(&t, NULL), owner);
 }
 
 int pfpy_object_device(PyObject *obj, pf_device **dev)

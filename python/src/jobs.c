@@ -590,8 +590,9 @@ static PyObject *segmenter_process(PyObject *self, PyObject *args, PyObject *kw)
     if (st != PF_OK) {
         pfpy_raise_fmt(st, "%s", *err ? err : "Segmenter.process");
     } else {
-        PyObject *c = want_comp ? pfpy_frame_to_array(&comp) : Py_NewRef(Py_None);
-        PyObject *m = c && want_mask ? pfpy_frame_to_array(&mask) : c ? Py_NewRef(Py_None) : NULL;
+        PyObject *c = want_comp ? pfpy_frame_to_array(&comp, self) : Py_NewRef(Py_None);
+        PyObject *m = c && want_mask ? pfpy_frame_to_array(&mask, self)
+                                     : c ? Py_NewRef(Py_None) : NULL;
         if (c && m) r = PyTuple_Pack(2, c, m);
         Py_XDECREF(c);
         Py_XDECREF(m);

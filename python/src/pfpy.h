@@ -148,8 +148,11 @@ int pfpy_frame_from_tensor(const pfpy_array *a, const char *format, const char *
 int pfpy_frame_alloc_array(pf_pixfmt fmt, int w, int h, pfpy_ctx *ctx, pf_frame *frame,
                            PyObject **tensor_obj);
 /* A frame as an array object (zero copy when its planes allow; YUV frames
- * whose planes are not one [H * 3 / 2, W] block are copied). */
-PyObject *pfpy_frame_to_array(const pf_frame *f);
+ * whose planes are not one [H * 3 / 2, W] block are copied). `owner` (may
+ * be NULL) is kept alive as long as the array: the object whose pools the
+ * frame's memory came from (a pipeline, a segmenter), which must outlive
+ * the buffers it handed out. */
+PyObject *pfpy_frame_to_array(const pf_frame *f, PyObject *owner);
 int pfpy_pixfmt_parse(const char *name, pf_pixfmt *out);
 
 /* dlpack.c ----------------------------------------------------------------- */

@@ -96,7 +96,7 @@ static PyTypeObject item_type = {
 };
 
 /* pf_item -> Item (new references to the memory). Needs the GIL. */
-static PyObject *item_to_py(const pf_item *in, const char *stage)
+static PyObject *item_to_py(const pf_item *in, const char *stage, PyObject *owner)
 {
     pfpy_item *it = (pfpy_item *)PyType_GenericNew(&item_type, NULL, NULL);
     if (!it) return NULL;
@@ -106,11 +106,13 @@ static PyObject *item_to_py(const pf_item *in, const char *stage)
     it->stage = stage ? PyUnicode_FromString(stage) : Py_NewRef(Py_None);
     it->format = in->frame.buf[0] ? PyUnicode_FromString(pf_pixfmt_name(in->frame.format))
                                   : Py_NewRef(Py_None);
-    it->frame = in->frame.buf[0] ? pfpy_frame_to_array(&in->frame) : Py_NewRef(Py_None);
+    it->frame = in->frame.buf[0] ? pfpy_frame_to_array(&in->frame, owner) : Py_NewRef(Py_None);
     if (in->tensor.buf) {
         pf_tensor t = {0};
         pf_tensor_ref(&t, &in->tensor);
-        it->tensor = pfpy_to_output(pfpy_tensor_new(&t, NULL));
+        PyObject *to = pfpy_tensor_new(&t, NULL);
+        if (to && owner) ((pfpy_tensor *)to)->owner = Py_NewRef(owner);
+        it->tensor = pfpy_to_output(to);
     } else {
         it->tensor = Py_NewRef(Py_None);
     }
@@ -181,6 +183,7 @@ typedef struct pfpy_pipeline {
     atomic_int outputs_open;
     atomic_int closing;          /* collectors stop pushing */
     int started, finished;
+    int closed;                  /* close(): stopped; destroyed at dealloc */
     pf_status status;
     char message[1024];
     PyObject *py_error;          /* the first exception a Python stage raised */
@@ -269,7 +272,7 @@ static pf_status py_process(void *user, pf_stage_ctx *ctx, pf_item *items, int n
     PyGILState_STATE g = PyGILState_Ensure();
     for (int i = 0; i < n; i++) {
         if (st == PF_OK) {
-            PyObject *it = item_to_py(&items[i], s->name);
+            PyObject *it = item_to_py(&items[i], s->name, (PyObject *)s->owner);
             PyObject *r = it ? PyObject_CallOneArg(s->fn, it) : NULL;
             Py_XDECREF(it);
             if (r) {
@@ -316,7 +319,7 @@ static pf_status py_source(void *user, pf_stage_ctx *ctx, pf_item *out)
 
 static int check_open(pfpy_pipeline *o, int need_unstarted)
 {
-    if (!o->p) {
+    if (!o->p || o->closed) {
         PyErr_SetString(PyExc_RuntimeError, "the pipeline is closed");
         return -1;
     }
@@ -789,7 +792,7 @@ static PyObject *pipeline_next(PyObject *self)
         if (finish(o) < 0) return NULL;
         return NULL;    /* StopIteration */
     }
-    PyObject *it = item_to_py(&e.item, o->out_names[e.output]);
+    PyObject *it = item_to_py(&e.item, o->out_names[e.output], self);
     pf_item_unref(&e.item);
     return it;
 }
@@ -868,6 +871,27 @@ static PyObject *pipeline_stats(PyObject *self, PyObject *unused)
     return stats_dict(o);
 }
 
+/* close(): stops the workers and drops what waits in the output queue,
+ * but keeps the pf_pipeline: arrays handed out may still point into its
+ * stages' pools (they hold a reference to this object), so it is
+ * destroyed by the dealloc that follows the last of them. */
+static void stop_pipeline(pfpy_pipeline *o)
+{
+    if (!o->p || o->closed) return;
+    o->closed = 1;
+    atomic_store(&o->closing, 1);
+    Py_BEGIN_ALLOW_THREADS
+    pf_pipeline_cancel(o->p);
+    if (o->started) pf_pipeline_wait(o->p, -1);
+    if (o->outq) {
+        out_entry e;
+        pf_queue_close(o->outq);
+        while (pf_queue_pop(o->outq, &e, 0) == PF_OK) pf_item_unref(&e.item);
+    }
+    Py_END_ALLOW_THREADS
+    o->finished = 1;
+}
+
 static void close_pipeline(pfpy_pipeline *o)
 {
     if (!o->p) return;
@@ -892,7 +916,7 @@ static void close_pipeline(pfpy_pipeline *o)
 
 static PyObject *pipeline_close(PyObject *self, PyObject *unused)
 {
-    close_pipeline((pfpy_pipeline *)self);
+    stop_pipeline((pfpy_pipeline *)self);
     Py_RETURN_NONE;
 }
 
@@ -903,7 +927,7 @@ static PyObject *pipeline_enter(PyObject *self, PyObject *unused)
 
 static PyObject *pipeline_exit(PyObject *self, PyObject *args)
 {
-    close_pipeline((pfpy_pipeline *)self);
+    stop_pipeline((pfpy_pipeline *)self);
     Py_RETURN_FALSE;
 }
 

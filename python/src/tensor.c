@@ -84,10 +84,11 @@ static void tensor_dealloc(PyObject *self)
     if (o->ready) pfpy_cu_event_destroy(pf_device_props_get(o->device)->index, o->ready);
     pf_buffer *b = o->t.buf;
     o->t.buf = NULL;
-    Py_XDECREF(o->owner);
     /* The last reference may release Python-owned memory (pfpy_buffer_wrap),
-     * which takes the GIL we hold: fine, PyGILState_Ensure nests. */
+     * which takes the GIL we hold: fine, PyGILState_Ensure nests. The
+     * buffer goes before the owner: a pipeline's pool must outlive it. */
     pf_buffer_unref(&b);
+    Py_XDECREF(o->owner);
     PyObject_Free(self);
 }
 

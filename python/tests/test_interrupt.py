@@ -44,4 +44,5 @@ def test_sigint_cancels_a_long_pipeline(mode):
             proc.kill()
             proc.wait()
     assert proc.returncode == 3 and "interrupted" in out
-    assert took < 5, took
+    # Seconds: the pipeline unwinds in ~0.1 s; sanitizers make it slower.
+    assert took < (20 if os.environ.get("PF_TEST_SANITIZED") else 5), took

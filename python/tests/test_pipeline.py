@@ -112,3 +112,25 @@ def test_bad_parameters_and_names():
         p.connect("x", "y")
     with pytest.raises(TypeError):
         p.add_function(42)
+
+
+def test_items_outlive_their_pipeline():
+    """Arrays from a pipeline's pools stay valid after close() and after the
+    Pipeline object is gone (they keep it alive; ASan caught the pool freed
+    under a kept item before)."""
+    import gc
+    p = pixflow.Pipeline()
+    s = p.add("source.synthetic", width=16, height=8, count=3)
+    r = p.add("ops.resize", width=8, height=4)
+    p.connect(s, r)
+    p.output(r)
+    items = list(p)
+    p.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        p.run()
+    del p
+    gc.collect()
+    assert [it.frame.shape for it in items] == [(4, 8, 3)] * 3
+    assert int(items[2].frame.sum()) >= 0
+    del items
+    gc.collect()
