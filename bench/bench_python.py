@@ -71,10 +71,16 @@ def overhead(device, n, onnx):
     return res
 
 
-def python_segment_loop(path, device, frames):
-    """fps of the Python loop, decoding excluded (frames read first)."""
+def python_segment_loop(path, device, frames, synthetic=None):
+    """fps of the Python loop, decoding excluded (frames read first).
+    synthetic "WxH": generated frames instead of a file (machines without
+    FFmpeg, where only Y4M could be read)."""
     p = pixflow.Pipeline()
-    src = p.add("io.video_source", path=path, format="rgb24", count=frames)
+    if synthetic:
+        w, h = (int(v) for v in synthetic.lower().split("x"))
+        src = p.add("source.synthetic", width=w, height=h, count=frames)
+    else:
+        src = p.add("io.video_source", path=path, format="rgb24", count=frames)
     p.output(src)
     decoded = [np.ascontiguousarray(it.frame) for it in p]
     p.close()
@@ -112,6 +118,11 @@ def main():
     ap.add_argument("--input", default=os.path.join(ROOT, ".data", "Megamind.avi"))
     ap.add_argument("--frames", type=int, default=200)
     ap.add_argument("--cli", default=None, help="the pixflow CLI (default: next to PYTHONPATH)")
+    ap.add_argument("--synthetic", default=None, metavar="WxH",
+                    help="Python loop on generated frames of this size (no video decoder)")
+    ap.add_argument("--cli-input", default=None,
+                    help="the CLI's input when it differs (e.g. an .h264 of the same size for "
+                         "NVDEC on the GPU machine); default --input")
     ap.add_argument("--onnx", default="/usr/share/libonnx-testdata/data/node/test_relu/model.onnx",
                     help="a small ONNX model for the Model.run overhead (Debian libonnx-testdata)")
     ap.add_argument("--json", action="store_true")
@@ -119,8 +130,8 @@ def main():
 
     res = {"device": a.device, "python": sys.version.split()[0]}
     res.update(overhead(a.device, a.calls, a.onnx))
-    if os.path.exists(a.input):
-        fps, n = python_segment_loop(a.input, a.device, a.frames)
+    if os.path.exists(a.input) or a.synthetic:
+        fps, n = python_segment_loop(a.input, a.device, a.frames, a.synthetic)
         res["python_loop_fps"] = fps
         res["frames"] = n
         cli = a.cli
@@ -131,7 +142,7 @@ def main():
                     cli = os.path.abspath(c)
         if cli:
             try:
-                res["cli_fps"] = cli_segment(cli, a.input, a.device, n)
+                res["cli_fps"] = cli_segment(cli, a.cli_input or a.input, a.device, n)
             except (subprocess.CalledProcessError, ValueError) as e:
                 res["cli_note"] = str(e)
     if a.json:
