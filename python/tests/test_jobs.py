@@ -99,11 +99,12 @@ def test_sigint_cancels_a_long_job():
         time.sleep(1.0)
         t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=30)
+        out, _ = proc.communicate(timeout=60)
         took = time.monotonic() - t0
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     assert proc.returncode == 3 and "interrupted" in out, out
-    assert took < 10, took
+    # The frames in flight are finished first; sanitizers make that slower.
+    assert took < (40 if os.environ.get("PF_TEST_SANITIZED") else 10), took
