@@ -522,8 +522,14 @@ static void permissions(void)
         chmod(path, 0666);
         c = ipc_spawn(foreign_attach, path, 20);
         CHECK_EQ_INT(ipc_wait(c, 20000), 0);
+        /* The child may give up first (it refuses a producer of another uid
+         * too): the producer's own refusal comes when it accepts. */
         pf_ipc_producer_stats s;
-        CHECK_OK(pf_ipc_producer_get_stats(p, &s));
+        for (int i = 0; i < 200; i++) {
+            CHECK_OK(pf_ipc_producer_get_stats(p, &s));
+            if (s.consumers_refused) break;
+            ipc_sleep_us(10000);
+        }
         CHECK_EQ_INT(s.consumers_refused, 1);
         CHECK_EQ_INT(s.consumers_attached, 0);
         chmod(dir, 0700);
