@@ -333,9 +333,23 @@ static int opt_path(PyObject *obj, PyObject *keep, const char **out)
     return 0;
 }
 
-/* Starts a job, then waits (wait=True: the result dict) or returns the Job. */
-static PyObject *finish_start(pfpy_job *j, pf_status st, int wait, const char *what)
+typedef pf_status (*start_fn)(const void *params, pf_job **out);
+
+static pf_status start_segment(const void *p, pf_job **out) { return pf_segment_start(p, out); }
+static pf_status start_reproject(const void *p, pf_job **out)
 {
+    return pf_reproject_start(p, out);
+}
+
+/* Starts a job (params already point their messages at j's log), then
+ * waits (wait=True: the result dict) or returns the Job. Consumes j. */
+static PyObject *start_job(pfpy_job *j, start_fn fn, const void *params, int wait,
+                           const char *what)
+{
+    pf_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = fn(params, &j->job);
+    Py_END_ALLOW_THREADS
     if (st != PF_OK) {
         snprintf(j->error, sizeof j->error, "%s", pf_last_error());
         PyObject *r = raise_job(j, st, what);
@@ -392,11 +406,7 @@ static PyObject *py_segment(PyObject *self, PyObject *args, PyObject *kw)
     if (!(j = job_alloc())) goto done;
     p.on_message = msg_add;
     p.user = &j->log;
-    pf_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = pf_segment_start(&p, &j->job);
-    Py_END_ALLOW_THREADS
-    r = finish_start(j, st, wait, "segment");
+    r = start_job(j, start_segment, &p, wait, "segment");
 done:
     PyMem_Free(in);
     Py_DECREF(keep);
@@ -492,11 +502,7 @@ static PyObject *py_reproject(PyObject *self, PyObject *args, PyObject *kw)
     if (!(j = job_alloc())) goto done;
     p.on_message = msg_add;
     p.user = &j->log;
-    pf_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = pf_reproject_start(&p, &j->job);
-    Py_END_ALLOW_THREADS
-    r = finish_start(j, st, wait, "reproject");
+    r = start_job(j, start_reproject, &p, wait, "reproject");
 done:
     PyMem_Free(in);
     Py_DECREF(keep);
