@@ -13,7 +13,6 @@
 #include "pf_test.h"
 
 static char g_det[1024], g_det_full[1024], g_lm[1024], g_astro[1024], g_messi[1024];
-static pf_stream *g_stream;
 static pf_frame g_img;
 /* The astronaut's face, measured by hand on the image (tests/test_nn_models.c). */
 static const float k_face[4] = {180, 78, 274, 172};
@@ -21,9 +20,8 @@ static const float k_face[4] = {180, 78, 274, 172};
 static pf_face_tracker *make_with(const char *det, int max_faces, int detect_every)
 {
     pf_face_tracker_params p = pf_face_tracker_params_default();
-    p.stream = g_stream;
-    p.detector_path = det;
-    p.landmark_path = g_lm;
+        p.detector = det;
+    p.landmarks = g_lm;
     p.max_faces = max_faces;
     p.detect_every = detect_every;
     pf_face_tracker *t = NULL;
@@ -190,21 +188,33 @@ static void test_messi(void)
 static void test_wrong_models(void)
 {
     pf_face_tracker_params p = pf_face_tracker_params_default();
-    p.stream = g_stream;
-    p.detector_path = g_det;
-    p.landmark_path = g_det; /* a detector where the landmark model belongs */
+        p.detector = g_det;
+    p.landmarks = g_det; /* a detector where the landmark model belongs */
     pf_face_tracker *t = NULL;
     CHECK(pf_face_tracker_create(&p, &t) == PF_ERR_FORMAT && t == NULL);
     CHECK(strstr(pf_last_error(), "[N,192,192,3]") != NULL);
-    p.landmark_path = g_lm;
-    p.detector_path = g_lm; /* 192x192 input, but landmark outputs */
+    p.landmarks = g_lm;
+    p.detector = g_lm; /* 192x192 input, but landmark outputs */
     CHECK(pf_face_tracker_create(&p, &t) == PF_ERR_FORMAT && t == NULL);
     printf("    %s\n", pf_last_error());
     CHECK(strstr(pf_last_error(), "[N,2304,16] (boxes + keypoints) and [N,2304,1]") != NULL);
     CHECK(strstr(pf_last_error(), "[-1,1,1,1404]") != NULL || strstr(pf_last_error(), "1404") != NULL);
-    p.detector_path = g_det;
+    p.detector = g_det;
     p.max_faces = 0;
     CHECK(pf_face_tracker_create(&p, &t) == PF_ERR_INVALID);
+}
+
+static void test_model_names(void)
+{
+    /* The job's default names resolve through pf_model_find (the source
+     * tree's node_modules when run from the build folder). */
+    char path[4096];
+    CHECK_OK(pf_model_find("face_detection", path, sizeof path));
+    CHECK(strstr(path, "face_detection/face_detection_short_range.tflite") != NULL);
+    CHECK_OK(pf_model_find("face_detection_full", path, sizeof path));
+    CHECK(strstr(path, "face_detection_full_range.tflite") != NULL);
+    CHECK(pf_model_find("face_nothing", path, sizeof path) == PF_ERR_IO);
+    CHECK(strstr(pf_last_error(), "face_landmark") != NULL);
 }
 
 int main(void)
@@ -224,7 +234,6 @@ int main(void)
         printf("SKIP: models or images missing (%s, %s, %s)\n", g_det, g_lm, g_astro);
         return 77;
     }
-    if (pf_stream_create(NULL, &g_stream) != PF_OK) return 1;
     if (pf_image_read(g_astro, PF_PIXFMT_RGB24, &g_img) != PF_OK) {
         fprintf(stderr, "%s\n", pf_last_error());
         return 1;
@@ -235,7 +244,7 @@ int main(void)
     PF_RUN(test_moving_ids);
     PF_RUN(test_messi);
     PF_RUN(test_wrong_models);
+    PF_RUN(test_model_names);
     pf_frame_unref(&g_img);
-    pf_stream_destroy(&g_stream);
     return pf_test_finish();
 }

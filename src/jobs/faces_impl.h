@@ -35,11 +35,10 @@
 #include <stddef.h>
 
 #include "pixflow/core.h"
+#include "pixflow/jobs.h"
 
-#define PF_FACE_KEYPOINTS 6      /* right eye, left eye, nose tip, mouth, right ear, left ear
-                                    (the subject's right: the image's left) */
+/* PF_FACE_KEYPOINTS and PF_FACE_LANDMARKS come from pixflow/jobs.h. */
 #define PF_FACE_COORDS 16        /* regressors per anchor: 4 box + 6 x 2 keypoints */
-#define PF_FACE_LANDMARKS 468
 #define PF_FACE_LANDMARK_INPUT 192
 #define PF_FACE_MAX_ANCHORS 2304 /* the full-range model's; short range has 896 */
 
@@ -149,40 +148,5 @@ typedef struct pf_face_cuda_detect {
     int *counts;
 } pf_face_cuda_detect;
 pf_status pf_cuda_face_detect(const pf_face_cuda_detect *p, void *stream);
-
-/* The tracker (faces_tracker.c). Moves to include/pixflow/jobs.h ("Faces")
- * once the jobs module is on main; until then internal. */
-#include "pixflow/nn.h"
-#include "pixflow/ops.h"
-
-typedef struct pf_face {
-    int id;                       /* stable per tracker, from 1, never reused */
-    float score;                  /* the landmark model's face flag (sigmoid), 0.5..1 */
-    float detection_score;        /* the detector's score when the face was last detected */
-    float box[4];                 /* x0, y0, x1, y1: the landmarks' bounding box, frame pixels */
-    float keypoints[PF_FACE_KEYPOINTS][2]; /* MediaPipe's 6 detection keypoints, from the mesh */
-    float landmarks[PF_FACE_LANDMARKS][3]; /* x, y pixels; z in pixels, relative to the face centre */
-} pf_face;
-
-typedef struct pf_face_tracker_params {
-    pf_stream *stream;            /* required; CPU for now */
-    const char *detector_path;    /* face_detection_short_range.tflite or _full_range */
-    const char *landmark_path;    /* face_landmark.tflite */
-    int max_faces;                /* 1..256, default 4 */
-    int detect_every;             /* >= 1, default 1: run the detector every N frames (and
-                                     whenever no face is tracked) */
-} pf_face_tracker_params;
-
-typedef struct pf_face_tracker pf_face_tracker;
-
-pf_face_tracker_params pf_face_tracker_params_default(void);
-/* Loads both models; refuses models whose inputs/outputs are not the
- * expected shapes (PF_ERR_FORMAT naming the file and the shapes). */
-pf_status pf_face_tracker_create(const pf_face_tracker_params *p, pf_face_tracker **out);
-void pf_face_tracker_destroy(pf_face_tracker **t);
-/* Feeds the next frame of the stream (RGB24, BGR24 or RGBA, reachable by
- * the stream's device); writes up to cap faces, oldest id first. */
-pf_status pf_face_tracker_process(pf_face_tracker *t, const pf_frame *f, pf_face *faces, int cap,
-                                  int *n_faces);
 
 #endif

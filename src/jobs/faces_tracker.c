@@ -25,6 +25,8 @@
 
 #include "../core/error.h"
 #include "faces_impl.h"
+#include "pixflow/nn.h"
+#include "pixflow/ops.h"
 
 #define LOST_FLAG 0.5f
 #define MATCH_IOU 0.3f
@@ -38,7 +40,7 @@ typedef struct track {
 } track;
 
 struct pf_face_tracker {
-    pf_stream *stream;
+    pf_stream *stream;        /* owned */
     pf_ops *ops;
     pf_model *det_m, *lm_m;
     pf_nn_exec *det_x, *lm_x;
@@ -66,11 +68,11 @@ pf_face_tracker_params pf_face_tracker_params_default(void)
     return p;
 }
 
-static pf_status load(const char *path, const char *what, pf_model **m)
+/* The model named (pf_model_find) or the default name; *path keeps the file. */
+static pf_status load(const char *name, const char *dflt, char *path, size_t size, pf_model **m)
 {
-    if (!path || !*path)
-        return pf_set_error(PF_ERR_INVALID, "pf_face_tracker_create: no %s model path", what);
-    return pf_model_load(path, m);
+    pf_status st = pf_model_find(name ? name : dflt, path, size);
+    return st == PF_OK ? pf_model_load(path, m) : st;
 }
 
 static void shape_text(const pf_model_io *o, char *buf, size_t n)
@@ -122,10 +124,8 @@ pf_status pf_face_tracker_create(const pf_face_tracker_params *p, pf_face_tracke
 {
     PF_CHECK_ARG(p && out, "pf_face_tracker_create", "params or out is NULL");
     *out = NULL;
-    if (!p->stream)
-        return pf_set_error(PF_ERR_INVALID, "pf_face_tracker_create: params.stream is NULL");
-    if (pf_device_props_get(pf_stream_device(p->stream))->type != PF_DEVICE_CPU)
-        return pf_set_error(PF_ERR_UNSUPPORTED, "pf_face_tracker_create: only CPU streams so far "
+    if (p->device && pf_device_props_get(p->device)->type != PF_DEVICE_CPU)
+        return pf_set_error(PF_ERR_UNSUPPORTED, "pf_face_tracker_create: only the CPU so far "
                             "(the device-resident CUDA driver is not written yet)");
     if (p->max_faces < 1 || p->max_faces > 256)
         return pf_set_error(PF_ERR_INVALID, "pf_face_tracker_create: max_faces %d not in 1..256",
@@ -135,16 +135,19 @@ pf_status pf_face_tracker_create(const pf_face_tracker_params *p, pf_face_tracke
                             p->detect_every);
     pf_face_tracker *t = calloc(1, sizeof *t);
     if (!t) return pf_set_error(PF_ERR_NOMEM, "pf_face_tracker_create: out of memory");
-    t->stream = p->stream;
     t->max_faces = p->max_faces;
     t->detect_every = p->detect_every;
     t->next_id = 1;
     pf_status st;
+    char det_path[4096], lm_path[4096];
+    if ((st = pf_stream_create(NULL, &t->stream)) != PF_OK) goto fail;
     pf_ops_params op = pf_ops_params_default();
-    op.stream = p->stream;
+    op.stream = t->stream;
     if ((st = pf_ops_create(&op, &t->ops)) != PF_OK) goto fail;
-    if ((st = load(p->detector_path, "detector", &t->det_m)) != PF_OK) goto fail;
-    if ((st = load(p->landmark_path, "landmark", &t->lm_m)) != PF_OK) goto fail;
+    st = load(p->detector, "face_detection", det_path, sizeof det_path, &t->det_m);
+    if (st != PF_OK) goto fail;
+    st = load(p->landmarks, "face_landmark", lm_path, sizeof lm_path, &t->lm_m);
+    if (st != PF_OK) goto fail;
 
     /* The detector: 128x128 (short range, 896 anchors) or 192x192 (full). */
     pf_model_io in = pf_model_input(t->det_m, 0);
@@ -152,7 +155,7 @@ pf_status pf_face_tracker_create(const pf_face_tracker_params *p, pf_face_tracke
     if (pf_model_num_inputs(t->det_m) != 1 || (size != 128 && size != 192) ||
         in.shape[2] != size || in.shape[3] != 3) {
         st = pf_set_error(PF_ERR_FORMAT, "%s: the face detector's input must be [N,128,128,3] "
-                          "(short range) or [N,192,192,3] (full range)", p->detector_path);
+                          "(short range) or [N,192,192,3] (full range)", det_path);
         goto fail;
     }
     const pf_face_model fm = size == 192 ? PF_FACE_FULL_RANGE : PF_FACE_SHORT_RANGE;
@@ -166,17 +169,17 @@ pf_status pf_face_tracker_create(const pf_face_tracker_params *p, pf_face_tracke
     char expect[96];
     snprintf(expect, sizeof expect, "[N,%d,16] (boxes + keypoints) and [N,%d,1] (scores)",
              t->dp.num_anchors, t->dp.num_anchors);
-    st = find_outputs(t->det_m, p->detector_path, expect, t->dp.num_anchors, 16, 1, &t->det_reg,
+    st = find_outputs(t->det_m, det_path, expect, t->dp.num_anchors, 16, 1, &t->det_reg,
                       &t->det_cls);
     if (st != PF_OK) goto fail;
     in = pf_model_input(t->lm_m, 0);
     if (pf_model_num_inputs(t->lm_m) != 1 || in.ndim != 4 || in.shape[1] != 192 ||
         in.shape[2] != 192 || in.shape[3] != 3) {
         st = pf_set_error(PF_ERR_FORMAT, "%s: the face landmark model's input must be "
-                          "[N,192,192,3]", p->landmark_path);
+                          "[N,192,192,3]", lm_path);
         goto fail;
     }
-    st = find_outputs(t->lm_m, p->landmark_path,
+    st = find_outputs(t->lm_m, lm_path,
                       "[N,1,1,1404] (468 x 3 landmarks) and [N,1,1,1] (face flag)", 0, 1404, 1,
                       &t->lm_pts, &t->lm_flag);
     if (st != PF_OK) goto fail;
@@ -220,6 +223,7 @@ void pf_face_tracker_destroy(pf_face_tracker **tp)
     pf_model_free(&t->det_m);
     pf_model_free(&t->lm_m);
     pf_ops_destroy(&t->ops);
+    pf_stream_destroy(&t->stream);
     pf_tensor_unref(&t->det_in);
     pf_tensor_unref(&t->lm_in);
     for (int i = 0; i < 2; i++) {
