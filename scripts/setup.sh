@@ -57,6 +57,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   npm ci --no-audit --no-fund --loglevel=error
   echo "$want" > "$stamp"
 fi
+# face_landmark.tflite ships only inside @mediapipe/face_mesh's packed assets.
+scripts/extract-face-landmark.sh
 
 # Sample media from Debian packages (astronaut.png, vtest.avi, ...) into .data/
 # and generated inputs; only what is missing (scripts/fetch-media.sh).

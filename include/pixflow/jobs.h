@@ -350,6 +350,71 @@ PF_API pf_reproject_params pf_reproject_params_default(void);
  * reported and counted (result.failed), not a failed start. */
 PF_API pf_status pf_reproject_start(const pf_reproject_params *p, pf_job **out);
 
+/* Faces -------------------------------------------------------------------------------------
+ *
+ * MediaPipe's face detection and 468-point face mesh with stable ids, one
+ * stream per tracker (docs/faces.md):
+ *
+ *   pf_face_tracker_params fp = pf_face_tracker_params_default();
+ *   fp.max_faces = 8;
+ *   fp.detect_every = 5;                   // detector on every 5th frame or when lost
+ *   pf_face_tracker *ft = NULL;
+ *   if (pf_face_tracker_create(&fp, &ft) < 0) ...;     // message names model and shapes
+ *   pf_face faces[8];
+ *   int n = 0;
+ *   pf_face_tracker_process(ft, &rgb, faces, 8, &n);  // per frame, in stream order
+ *   pf_face_tracker_destroy(&ft);
+ *
+ * Per frame the detector runs when the frame index is a multiple of
+ * detect_every or no face is tracked; each detection matched (IoU >= 0.3)
+ * to a tracked face keeps that face's id, others start new ids; every
+ * tracked face is cropped (rotated by its eyes, MediaPipe's ROI rules) into
+ * one landmark batch; a face whose face flag falls under 0.5 is dropped, and
+ * the next frame's crop comes from this frame's landmarks. */
+
+#define PF_FACE_KEYPOINTS 6      /* right eye, left eye, nose tip, mouth, right ear, left ear
+                                    (the subject's right: the image's left) */
+#define PF_FACE_LANDMARKS 468
+
+typedef struct pf_face {
+    int id;                       /* stable per tracker, from 1, never reused */
+    float score;                  /* the landmark model's face flag (sigmoid), 0.5..1 */
+    float detection_score;        /* the detector's score when the face was last detected */
+    float box[4];                 /* x0, y0, x1, y1: the landmarks' bounding box, frame pixels */
+    float keypoints[PF_FACE_KEYPOINTS][2]; /* MediaPipe's 6 detection keypoints, taken from
+                                              the mesh (eye centres, nose tip, mouth centre,
+                                              ear tragions), frame pixels */
+    float landmarks[PF_FACE_LANDMARKS][3]; /* x, y frame pixels; z pixels, relative depth
+                                              (smaller: nearer the camera) */
+} pf_face;
+
+typedef struct pf_face_tracker_params {
+    const char *detector;         /* pf_model_find name or file; NULL = "face_detection"
+                                     (short range, 128x128: faces within ~2 m); or
+                                     "face_detection_full" (192x192, smaller faces) */
+    const char *landmarks;        /* NULL = "face_landmark" */
+    pf_device *device;            /* NULL = the CPU (the only one so far); borrowed */
+    int max_faces;                /* 1..256, default 4 */
+    int detect_every;             /* >= 1, default 1 */
+} pf_face_tracker_params;
+
+typedef struct pf_face_tracker pf_face_tracker;
+
+PF_API pf_face_tracker_params pf_face_tracker_params_default(void);
+/* Loads and plans both models. PF_ERR_FORMAT, naming the file and the
+ * expected shapes, for a model whose input or outputs are not a face
+ * detector's ([N,128,128,3] -> [N,896,16] + [N,896,1], or the full range's
+ * 192 / 2304) or the landmark model's ([N,192,192,3] -> [N,1,1,1404] +
+ * [N,1,1,1]); PF_ERR_UNSUPPORTED for a CUDA device (not yet). */
+PF_API pf_status pf_face_tracker_create(const pf_face_tracker_params *p, pf_face_tracker **out);
+/* Feeds the stream's next frame (RGB24, BGR24 or RGBA host memory) and
+ * writes up to cap faces (oldest id first) and their count to *n_faces.
+ * Not thread-safe: one thread at a time per tracker; trackers are
+ * independent. */
+PF_API pf_status pf_face_tracker_process(pf_face_tracker *t, const pf_frame *f, pf_face *faces,
+                                         int cap, int *n_faces);
+PF_API void pf_face_tracker_destroy(pf_face_tracker **t);
+
 PF_END_DECLS
 
 #endif

@@ -575,6 +575,43 @@ typedef struct pf_background {
 PF_API pf_status pf_ops_composite(pf_ops *ops, const pf_frame *frame, const pf_tensor *mask,
                                   const pf_background *bg, pf_frame *dst);
 
+/* Rotated crops ---------------------------------------------------------------------
+ *
+ * Samples n rotated rectangles of n frames (the same frame may repeat) into
+ * a batch of H x W RGB crops, e.g. faces into a landmark model's input:
+ *
+ *     pf_rotated_rect r = {cx, cy, side, side, angle};
+ *     pf_ops_crop_rotated(ops, &frame, &r, 1, &input, 1.0f / 255.0f, 0.0f);
+ *
+ * Output pixel (x, y) of crop i takes the source point
+ *   (cx, cy) + R(angle) ((x + 0.5) / W - 0.5) width, ((y + 0.5) / H - 0.5) height)
+ * with R(a) = [cos a, -sin a; sin a, cos a] (pixels, y down: a positive
+ * angle turns the crop's x axis towards +y), sampled bilinearly between
+ * pixel centres (pixel k spans [k, k + 1)); points outside the frame take
+ * the nearest edge pixel. Channels come out in RGB order (BGR24 sources are
+ * swapped, RGBA's alpha dropped) as value * scale + bias, value in 0..255.
+ * The inverse map (crop coordinates to frame pixels) is the same formula.
+ *
+ * srcs: RGB24, BGR24 or RGBA frames the context's device can reach; dst: a
+ * contiguous f32 tensor [n, H, W, 3] there, not overlapping any source.
+ * CPU and CUDA compute the same sample points; outputs agree within 1e-4 of
+ * the output range (float rounding of weights and FMA contraction).
+ * Asynchronous on the context's stream; nothing allocated, at most one
+ * launch per 32 crops (capturable in a CUDA graph).
+ * Errors: PF_ERR_INVALID for NULL arguments, n < 1 or != dst->shape[0],
+ * dst not [N, H, W, 3], a rectangle not finite or with a size <= 0, a bad
+ * frame (named srcs[i]), overlap; PF_ERR_UNSUPPORTED for another format or
+ * dtype, memory the device cannot reach. */
+typedef struct pf_rotated_rect {
+    float cx, cy;             /* centre, source pixels */
+    float width, height;      /* source pixels, > 0 */
+    float angle;              /* radians */
+} pf_rotated_rect;
+
+PF_API pf_status pf_ops_crop_rotated(pf_ops *ops, const pf_frame *const *srcs,
+                                     const pf_rotated_rect *rects, int n, pf_tensor *dst,
+                                     float scale, float bias);
+
 PF_END_DECLS
 
 #endif

@@ -31,6 +31,10 @@ static const model_name models[] = {
     {"selfie", "selfie_segmentation", "selfie_segmentation.tflite"},
     {"general", "selfie_segmentation", "selfie_segmentation.tflite"},
     {"landscape", "selfie_segmentation", "selfie_segmentation_landscape.tflite"},
+    {"face_detection", "face_detection", "face_detection_short_range.tflite"},
+    {"face_detection_full", "face_detection", "face_detection_full_range.tflite"},
+    /* Extracted from face_mesh's packed assets by scripts/extract-face-landmark.sh. */
+    {"face_landmark", "face_mesh", "face_landmark.tflite"},
 };
 
 static bool is_file(const char *path)
@@ -78,8 +82,9 @@ pf_status pf_model_find(const char *name, char *path, size_t size)
         if (!strcmp(want, models[i].name)) m = &models[i];
     if (!m) {
         if (!is_file(want))
-            return pf_set_error(PF_ERR_IO, "model '%s': no such file (or use 'selfie' or "
-                                "'landscape')", want);
+            return pf_set_error(PF_ERR_IO, "model '%s': no such file (or use 'selfie', "
+                                "'landscape', 'face_detection', 'face_detection_full' or "
+                                "'face_landmark')", want);
         if (snprintf(path, size, "%s", want) >= (int)size)
             return pf_set_error(PF_ERR_INVALID, "pf_model_find: '%s' does not fit the buffer",
                                 want);

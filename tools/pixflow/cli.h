@@ -26,6 +26,7 @@ int cmd_run(int argc, char **argv);
 int cmd_model(int argc, char **argv);
 int cmd_reproject(int argc, char **argv);
 int cmd_segment(int argc, char **argv);
+int cmd_faces(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_bench_ops(int argc, char **argv);
 int cmd_queue(int argc, char **argv);

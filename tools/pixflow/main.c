@@ -16,6 +16,7 @@ static const cli_command commands[] = {
     {"model", "inspect, run and test ONNX/TFLite models (inspect | run | test)", cmd_model},
     {"reproject", "360 equirect images or video -> perspective views or cube maps", cmd_reproject},
     {"segment", "person segmentation of video or images: background blur/colour/image, masks", cmd_segment},
+    {"faces", "face detection, 468 landmarks and ids per stream: JSON Lines, drawings", cmd_faces},
     {"bench", "measure a model (throughput, latency, plots) or the image ops", cmd_bench},
     {"queue", "a job queue on Redis shared by many machines (add | status | results | retry ...)",
      cmd_queue},
