@@ -83,7 +83,7 @@ def _slow_fill(x, value, stream):
             a = a @ a
             a = a / a.abs().max()
         x.fill_(value)
-        x.add_(a[0, 0] * 0)          # depends on the slow chain
+        x.add_((a[0, 0] * 0).to(x.dtype))  # depends on the slow chain
 
 
 def test_stream_ordering_torch_to_pixflow():
