@@ -65,3 +65,9 @@ scripts/extract-face-landmark.sh
 if [ -x scripts/fetch-media.sh ]; then
   scripts/fetch-media.sh
 fi
+
+# The 30-frame job clips (.data/jobcheck: H.264 ES, Y4M, MP4, TS, HEVC, 10-bit) that
+# test_jobs_api and the GPU parity tests read; made by ffmpeg from Megamind.avi, once.
+if [ -x scripts/make-jobcheck-sample.sh ]; then
+  scripts/make-jobcheck-sample.sh
+fi
