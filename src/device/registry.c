@@ -1,6 +1,7 @@
 /* Device registry: discovers each backend's devices once, on first use, and
  * keeps them for the life of the process (devices are never freed, so
  * pointers handed out stay valid everywhere, including in buffers). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,10 @@ typedef struct backend_slot {
 
 static pf_mutex registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static backend_slot slots[PF_DEVICE_TYPE_COUNT];
-/* pf_device_peer_access's answers by device index: 0 unknown, 1 yes, -1 no. */
-static signed char peer_state[PF_MAX_DEVICES_PER_TYPE][PF_MAX_DEVICES_PER_TYPE];
+/* pf_device_peer_access's answers by device index: 0 unknown, 1 yes, -1 no.
+ * Read without the lock once known: the transfer stage and every cross-device
+ * copy ask per frame. */
+static atomic_schar peer_state[PF_MAX_DEVICES_PER_TYPE][PF_MAX_DEVICES_PER_TYPE];
 
 const pf_backend *pf_backend_get(pf_device_type type)
 {
@@ -83,11 +86,14 @@ bool pf_device_peer_access(pf_device *a, pf_device *b)
     int ia = a->props.index, ib = b->props.index;
     if (ia < 0 || ib < 0 || ia >= PF_MAX_DEVICES_PER_TYPE || ib >= PF_MAX_DEVICES_PER_TYPE)
         return false;
+    signed char known = atomic_load_explicit(&peer_state[ia][ib], memory_order_acquire);
+    if (known) return known > 0;
     pf_mutex_lock(&registry_lock);
-    if (!peer_state[ia][ib]) {
+    if (!atomic_load_explicit(&peer_state[ia][ib], memory_order_relaxed)) {
         bool ok = false;
         pf_status st = a->be->peer_enable(a, b, &ok);
-        peer_state[ia][ib] = peer_state[ib][ia] = ok ? 1 : -1;
+        atomic_store_explicit(&peer_state[ib][ia], ok ? 1 : -1, memory_order_release);
+        atomic_store_explicit(&peer_state[ia][ib], ok ? 1 : -1, memory_order_release);
         if (st != PF_OK)
             PF_LOGW("%s <-> %s: %s; copies between them go through host memory", a->spec,
                     b->spec, pf_last_error());
@@ -96,7 +102,7 @@ bool pf_device_peer_access(pf_device *a, pf_device *b)
                     ok ? "peer-to-peer access enabled (direct copies)"
                        : "no peer-to-peer access (copies go through host memory)");
     }
-    bool yes = peer_state[ia][ib] > 0;
+    bool yes = atomic_load_explicit(&peer_state[ia][ib], memory_order_relaxed) > 0;
     pf_mutex_unlock(&registry_lock);
     return yes;
 }
