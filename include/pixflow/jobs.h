@@ -167,6 +167,8 @@ typedef struct pf_job_result {
     int64_t dropped, corrupt_packets, transfers;
     double fps, elapsed_s;   /* reproject: images per second */
     double latency_p50_ms, latency_p99_ms;
+    double first_frame_ms;   /* segment: from pf_segment_start to the first frame written
+                                (start-up: context, plans, first batch); < 0: none written */
     const char *decoder;     /* video: e.g. "ffmpeg h264", "nvdec h264"; NULL for images */
     bool latency_mode;
     int batch;

@@ -14,6 +14,14 @@ static pf_mutex sink_lock = PTHREAD_MUTEX_INITIALIZER;
 static pf_log_fn sink_fn;
 static void *sink_user;
 
+/* PIXFLOW_LOG_TIME=1 prefixes stderr lines with the time since the library
+ * was loaded (about the process start for the CLI): start-up costs (context,
+ * handles, plans, the first frame) read straight off a debug log. */
+static int64_t load_ns;
+static int log_time = -1;
+
+__attribute__((constructor)) static void log_mark_load(void) { load_ns = pf_time_ns(); }
+
 static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
 
 const char *pf_log_level_name(pf_log_level level)
@@ -95,8 +103,17 @@ void pf_log(pf_log_level level, const char *fmt, ...)
     pf_mutex_lock(&sink_lock);
     if (sink_fn)
         sink_fn(sink_user, level, msg);
-    else
-        fprintf(stderr, "pixflow: %s: %s\n", pf_log_level_name(level), msg);
+    else {
+        if (log_time < 0) {
+            const char *e = getenv("PIXFLOW_LOG_TIME");
+            log_time = e && *e && strcmp(e, "0") != 0;
+        }
+        if (log_time)
+            fprintf(stderr, "pixflow: [+%.1f ms] %s: %s\n", (double)(pf_time_ns() - load_ns) / 1e6,
+                    pf_log_level_name(level), msg);
+        else
+            fprintf(stderr, "pixflow: %s: %s\n", pf_log_level_name(level), msg);
+    }
     pf_mutex_unlock(&sink_lock);
     in_log = false;
 }

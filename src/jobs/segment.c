@@ -412,6 +412,12 @@ static void gather(seg_task *t, double elapsed_s, pf_job_result *r)
     r->failed = atomic_load(&job->images_failed);
     r->elapsed_s = elapsed_s;
     r->fps = elapsed_s > 0 ? (double)r->frames / elapsed_s : 0;
+    long long first = atomic_load(&job->first_out_ns);
+    for (int i = 0; i < job->num_streams; i++) {
+        long long f = atomic_load(&job->streams[i].first_out_ns);
+        if (f && (!first || f < first)) first = f;
+    }
+    r->first_frame_ms = first ? (double)(first - t->t0_ns) / 1e6 : -1;
     r->decoder = job->kind == SEG_VIDEO ? job->info.decoder : NULL;
     r->latency_mode = t->latency;
     r->batch = t->batch;

@@ -75,6 +75,7 @@ struct seg_job {
     bool no_audio;
     /* results (written by the stages' threads) */
     atomic_llong frames_done;
+    atomic_llong first_out_ns;  /* pf_time_ns() when the first frame was written, 0 = none */
     atomic_llong images_failed;
     atomic_int write_failed;    /* closing a video writer failed (reported) */
     atomic_int output_failed;   /* one of several streams: its output failed

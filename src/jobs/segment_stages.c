@@ -488,8 +488,12 @@ static pf_status sink_process(void *user, pf_stage_ctx *ctx, pf_item *items, int
             s->write_error = true; /* the pipeline reports it */
             st = stream_output_failed(s, st);
         }
-        else if (st == PF_OK && !atomic_load(&job->output_failed))
-            atomic_fetch_add(&job->frames_done, 1);
+        else if (st == PF_OK && !atomic_load(&job->output_failed)) {
+            if (atomic_fetch_add(&job->frames_done, 1) == 0) {
+                long long zero = 0;
+                atomic_compare_exchange_strong(&job->first_out_ns, &zero, (long long)pf_time_ns());
+            }
+        }
     }
     for (int i = 0; i < n; i++) pf_item_unref(&items[i]);
     if (job->gate) gate_leave(job, n);

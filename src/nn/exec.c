@@ -30,6 +30,7 @@ typedef struct exec_plan {
     int64_t batch;
     pf_ir_graph *g;
     void *plan;
+    int64_t runs;        /* the first two are logged (eager run, graph capture) */
 } exec_plan;
 
 struct pf_nn_exec {
@@ -104,11 +105,14 @@ pf_status pf_nn_exec_create(pf_model *m, const pf_nn_exec_params *p, pf_nn_exec 
     x->params = prm;
     x->dev_type = t;
     x->bucketed = t == PF_DEVICE_CUDA && pf_model_has_symbolic_batch(m) && prm.max_batch > 1;
+    int64_t t0 = pf_time_ns();
     pf_status st = be->ctx_create(&x->params, &x->ctx);
     if (st) {
         free(x);
         return st;
     }
+    PF_LOGD("nn %s: %s executor context in %.1f ms", mname, be->name,
+            (double)(pf_time_ns() - t0) / 1e6);
     x->model = pf_model_ref(m);
     uint64_t hash = pf_model_content_hash(m);
     if (prm.plan_cache && be->ctx_bind_model && hash) be->ctx_bind_model(x->ctx, hash, mname);
@@ -152,19 +156,25 @@ static pf_status get_plan(pf_nn_exec *x, int64_t batch, exec_plan **out)
         x->plans = n;
         x->cap_plans = cap;
     }
+    int64_t t0 = pf_time_ns();
     pf_ir_graph *g = NULL;
     pf_status st = pf_model_graph_for_batch(x->model, batch, &g);
     if (st) return st;
+    int64_t t1 = pf_time_ns();
     void *plan = NULL;
     st = x->be->plan_create(x->ctx, g, batch, &plan);
     if (st) {
         pf_ir_graph_destroy(&g);
         return st;
     }
+    PF_LOGD("nn %s: plan for batch %lld: graph %.1f ms, %s plan %.1f ms",
+            pf_model_name(x->model), (long long)batch, (double)(t1 - t0) / 1e6, x->be->name,
+            (double)(pf_time_ns() - t1) / 1e6);
     e = &x->plans[x->n_plans++];
     e->batch = batch;
     e->g = g;
     e->plan = plan;
+    e->runs = 0;
     *out = e;
     return PF_OK;
 }
@@ -398,6 +408,10 @@ pf_status pf_nn_exec_run(pf_nn_exec *x, pf_stream *stream, const pf_tensor *inpu
     if (st) return st;
     x->last_run_ms = (double)(pf_time_ns() - t0) / 1e6;
     x->runs++;
+    if (e->runs++ < 2)
+        PF_LOGD("nn %s: batch-%lld plan, run %lld (%s): %.1f ms on the host",
+                pf_model_name(x->model), (long long)e->batch, (long long)e->runs,
+                e->runs == 1 ? "first" : "second: graph capture where enabled", x->last_run_ms);
     return PF_OK;
 }
 

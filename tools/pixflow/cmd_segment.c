@@ -351,6 +351,7 @@ static void print_json(FILE *f, const pf_job_result *r)
     cli_json_double(&j, "elapsed_s", r->elapsed_s);
     cli_json_double(&j, "latency_p50_ms", r->latency_p50_ms);
     cli_json_double(&j, "latency_p99_ms", r->latency_p99_ms);
+    if (r->first_frame_ms >= 0) cli_json_double(&j, "first_frame_ms", r->first_frame_ms);
     cli_json_int(&j, "dropped", r->dropped);
     cli_json_int(&j, "corrupt_packets", r->corrupt_packets);
     cli_json_int(&j, "transfers", r->transfers);
