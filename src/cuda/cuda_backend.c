@@ -167,7 +167,10 @@ static int cuda_discover(pf_device *devs, int max, char *detail, size_t detail_s
         return 0;
     }
     int count = 0;
+    int64_t t0 = pf_time_ns();
     cudaError_t err = cudaGetDeviceCount(&count);
+    PF_LOGD("cuda: driver initialised (cudaGetDeviceCount) in %.1f ms",
+            (double)(pf_time_ns() - t0) / 1e6);
     if (err != cudaSuccess) {
         (void)cudaGetLastError();
         const char *why = "cudaGetDeviceCount failed";

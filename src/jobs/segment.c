@@ -640,6 +640,7 @@ pf_status pf_segment_start(const pf_segment_params *p, pf_job **out)
     job->device_of = p->device_of;
     if (st == PF_OK && !job->dev && (st = pf_device_select(NULL, &job->dev)) != PF_OK)
         seg_error(job, "device: %s", pf_last_error());
+    int64_t t_dev = pf_time_ns();
     if (st == PF_OK) {
         bool gpu = pf_device_get_type(job->dev) == PF_DEVICE_CUDA;
         t->batch = t->latency ? 1 : p->batch ? p->batch : gpu ? 64 : 8;
@@ -647,9 +648,12 @@ pf_status pf_segment_start(const pf_segment_params *p, pf_job **out)
         job->null_output = p->output && !strcmp(p->output, "null");
         st = prepare(t, p);
     }
+    int64_t t_prep = pf_time_ns();
     char err[1024] = "";
     if (st == PF_OK && (st = build(t, &t->p, err, sizeof err)) != PF_OK)
         seg_error(job, "%s", err);
+    PF_LOGD("segment: start-up: inputs probed in %.1f ms, pipeline built (model loaded) in %.1f ms",
+            (double)(t_prep - t_dev) / 1e6, (double)(pf_time_ns() - t_prep) / 1e6);
     if (st == PF_OK && !(t->pub = jobs_new(PF_JOB_SEGMENT, &seg_ops, t)))
         st = pf_set_error(PF_ERR_NOMEM, "pf_segment_start: out of memory");
     if (st != PF_OK) {

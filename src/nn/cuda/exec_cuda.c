@@ -301,8 +301,10 @@ static pf_status ctx_create(const pf_nn_exec_params *p, void **out)
     if (p->precision != PF_NN_FP32 && p->precision != PF_NN_FP16)
         return pf_set_error(PF_ERR_INVALID, "nn cuda: unknown precision %d", (int)p->precision);
     /* cuDNN and cuBLAS are loaded now, not linked (dl_libs.h). */
+    int64_t t0 = pf_time_ns();
     pf_status lst = pf_cux_libs_require();
     if (lst != PF_OK) return lst;
+    int64_t t1 = pf_time_ns();
     pf_cux_ctx *c = calloc(1, sizeof *c);
     if (!c) return pf_set_error(PF_ERR_NOMEM, "nn cuda: out of host memory");
     c->dev = p->device;
@@ -324,8 +326,10 @@ static pf_status ctx_create(const pf_nn_exec_params *p, void **out)
         sp.device = c->dev;
         st = pf_stream_create(&sp, &c->own_stream);
     }
+    int64_t t2 = pf_time_ns(), t3 = t2;
     if (st == PF_OK) {
         cudnnStatus_t ds = cudnnCreate(&c->cudnn);
+        t3 = pf_time_ns();
         if (ds != CUDNN_STATUS_SUCCESS)
             st = pf_set_error(PF_ERR_DEVICE, "nn cuda: cudnnCreate failed: %s",
                               cudnnGetErrorString(ds));
@@ -344,6 +348,9 @@ static pf_status ctx_create(const pf_nn_exec_params *p, void **out)
         ctx_destroy(c);
         return st;
     }
+    PF_LOGD("nn cuda: libraries loaded in %.1f ms, allocator+stream %.1f ms, cudnnCreate %.1f ms, "
+            "cublasCreate+workspace %.1f ms", (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6,
+            (double)(t3 - t2) / 1e6, (double)(pf_time_ns() - t3) / 1e6);
     *out = c;
     return PF_OK;
 }
@@ -565,7 +572,6 @@ static void plan_destroy(void *vc, void *vp)
 
 static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void **out)
 {
-    (void)batch;
     pf_cux_ctx *c = vc;
     *out = NULL;
     char desc[200];
@@ -724,6 +730,8 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
         set_strides(&vt[v], false);
     }
     size_t ws = 0;
+    int64_t t_steps = pf_time_ns(), t_conv = 0;
+    int n_conv = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const pf_ir_node *n = &g->nodes[i];
         if (n->dead) continue;
@@ -763,7 +771,10 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
         for (int j = 0; j < n->n_out; j++)
             if (n->out[j] >= 0) s->out[j] = vt[n->out[j]];
         if (s->kind == K_CONV) {
+            int64_t tc = pf_time_ns();
             st = pf_cux_conv_prepare(c, g, i, &s->in[0], &s->out[0], &s->conv);
+            t_conv += pf_time_ns() - tc;
+            n_conv++;
             if (st != PF_OK) {
                 pf_cux_conv_release(&s->conv);
                 goto done;
@@ -797,8 +808,10 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
     }
     p->ws_bytes = align_up(ws);
     p->mem_bytes = side + p->ws_bytes;
+    int64_t t_alloc = pf_time_ns(), t_alloc0 = t_alloc;
     st = pf_allocator_alloc(c->alloc, p->mem_bytes ? p->mem_bytes : ALIGN, NULL, &p->mem);
     if (st != PF_OK) goto done;
+    t_alloc = pf_time_ns() - t_alloc;
     char *base = pf_buffer_data(p->mem);
     p->ws = base + side;
     for (int v = 0; v < nv; v++) {
@@ -863,6 +876,12 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
         ce = cudaStreamSynchronize(cudaStreamLegacy);
         if (ce != cudaSuccess) st = cu_fail(ce, "cudaStreamSynchronize (weights)");
     }
+    if (st == PF_OK)
+        PF_LOGD("nn cuda: plan for batch %lld: %d convs prepared in %.1f ms, other steps %.1f ms, "
+                "%.1f MB allocated in %.1f ms, the rest %.1f ms", (long long)batch, n_conv,
+                (double)t_conv / 1e6, (double)(t_alloc0 - t_steps - t_conv) / 1e6,
+                (double)p->mem_bytes / 1e6, (double)t_alloc / 1e6,
+                (double)(pf_time_ns() - t_alloc0 - t_alloc) / 1e6);
 
 done:
     pf_ir_mem_plan_free(&mp);
