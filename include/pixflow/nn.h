@@ -172,6 +172,25 @@ PF_API void pf_nn_exec_destroy(pf_nn_exec **x);
 /* Builds the plans (and CUDA graphs) of every batch size in [1, max_batch]
  * now, so no run pays for planning. Optional. */
 PF_API pf_status pf_nn_exec_reserve(pf_nn_exec *x);
+/* Builds the plan a run of `batch` rows uses (on CUDA: its power-of-two
+ * bucket), now. A CUDA run of n rows whose bucket has no plan yet, while a
+ * larger bucket has one, is padded into the smallest such plan, until that
+ * bucket was wanted 4 times and gets its own: reserving max_batch alone
+ * lets a throughput pipeline plan once while the rare partial batches (a
+ * decoder starting, the end of a file) cost no plan in the middle of the
+ * run. PF_ERR_INVALID: batch outside 1..max_batch. */
+PF_API pf_status pf_nn_exec_reserve_batch(pf_nn_exec *x, int batch);
+
+/* Loads what the first executor of a model in this process would load on
+ * its first plan and run: on CUDA the cuDNN/cuBLAS libraries and the GPU
+ * code (kernel modules) its plan uses, by planning `batch` and running it
+ * once on zeros with a throwaway executor (p's device, precision, max_batch
+ * >= batch), which is then destroyed (its device memory returned). Takes
+ * ~0.2-0.3 s for the selfie model on an H200 with a warm plan cache; a job
+ * calls it on a thread while it probes its inputs, so the executor it
+ * creates next plans in ~10-25 ms and its first run does not load code.
+ * On the CPU it returns PF_OK at once. Thread-safe with other executors. */
+PF_API pf_status pf_nn_warmup(pf_model *m, const pf_nn_exec_params *p, int batch);
 
 /* Runs the model on `stream` (NULL = the executor's own stream; on the CPU
  * the run is synchronous whatever the stream). inputs/outputs in model order,

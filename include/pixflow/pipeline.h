@@ -410,8 +410,9 @@ PF_API const char *pf_stage_name(const pf_stage *stage);
  *     like the stage-level `batch:` key of YAML files, which also works) |
  *     delay_us 0 (sets desc.batch.max_delay_us) | input NAME (the model
  *     input fed; default the only one) | output NAME (default output 0) |
- *     reserve bool (false: plans each batch size on first use; true: all
- *     of 1..max_batch at start)
+ *     reserve false|true|max (false: plans each batch size on first use;
+ *     true: all of 1..max_batch at start; max: max_batch at start, smaller
+ *     batches padded into it until a size recurs: pf_nn_exec_reserve_batch)
  *   ops.mask_post      a model's output -> an f32 [1, 1, H, W] mask replacing
  *     the item's tensor (what ops.composite, ops.mask_threshold and mask
  *     writers take). Accepts [1, H, W, 1] (NHWC), [1, 1, H, W], [1, C, H,

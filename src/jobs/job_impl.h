@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "pixflow/jobs.h"
+#include "pixflow/nn.h"
 
 /* Where a job's messages go: the caller's on_message, else pf_log. */
 typedef struct jobs_sink {
@@ -28,6 +29,15 @@ typedef struct job_ops {
     pf_status (*print_stats)(pf_job *j, FILE *f);
     void (*destroy)(pf_job *j);          /* cancels, waits, frees impl */
 } job_ops;
+
+/* warmup.c: threads that warm the nn code of a model on each CUDA device
+ * (pf_nn_warmup) while the job probes its inputs. NULL when there is
+ * nothing to do (CPU devices, PIXFLOW_WARMUP=0). finish joins and frees;
+ * call it before the pipeline starts. */
+typedef struct jobs_warmup jobs_warmup;
+jobs_warmup *jobs_warmup_start(const char *model_path, pf_device *const *devs, int ndevs,
+                               pf_nn_precision precision, int batch);
+void jobs_warmup_finish(jobs_warmup **w);
 
 struct pf_job {
     const job_ops *ops;

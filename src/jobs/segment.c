@@ -44,6 +44,7 @@ typedef struct seg_task {
     char busiest[64];
     char devices[256];         /* several GPUs: "cuda:0,cuda:1" */
     pf_job_stream *streams;    /* the result's */
+    jobs_warmup *warm;         /* the engine warm-up while inputs are probed (warmup.c) */
 } seg_task;
 
 pf_segment_params pf_segment_params_default(void)
@@ -294,10 +295,12 @@ static pf_status build(seg_task *t, pf_pipeline **out, char *err, size_t errsize
                                {"dtype", gpu ? "f16" : "f32", 0}};
     /* Latency mode plans batch 1 (and captures its CUDA graph) at start, so
      * the first frame's latency is not a plan's; paced inputs every batch
-     * size the batcher may form (a new size mid-run is a plan: ~0.1-0.5 s). */
+     * size the batcher may form (a new size mid-run is a plan: ~0.1-0.5 s).
+     * Throughput mode plans the full batch at start and pads the few
+     * partial batches (decoder start, end of file) into it (reserve max). */
     pf_stage_param inf_kv[] = {{"model", job->model, 0},
                                {"precision", gpu ? "fp16" : "fp32", 0},
-                               {"reserve", t->latency || paced ? "true" : "false", 0}};
+                               {"reserve", t->latency || paced ? "true" : "max", 0}};
     pf_stage_param post_kv[] = {{"alpha", alpha, 0}, {"size", "frame", 0}};
     /* One input: read -> preprocess -> infer -> mask -> composite -> write.
      * Several: one reader per stream, all into preprocess (a muxer:
@@ -539,6 +542,7 @@ static pf_status seg_print_stats(pf_job *j, FILE *f)
 
 static void task_free(seg_task *t)
 {
+    jobs_warmup_finish(&t->warm);
     pf_pipeline_destroy(&t->p); /* closes what is open, writes the trace */
     seg_multi_free(&t->job);
     seg_job_free(&t->job);
@@ -568,6 +572,16 @@ static const char *keep(seg_task *t, int slot, const char *s)
 }
 
 /* Everything before the pipeline: model, inputs, outputs. */
+/* The model is known and readable: warm its code on the job's GPUs while
+ * the inputs are probed (warmup.c). */
+static void start_warmup(seg_task *t)
+{
+    seg_job *job = &t->job;
+    pf_device *one[1] = {job->dev};
+    t->warm = jobs_warmup_start(job->model, job->ndevs > 1 ? job->devs : one,
+                                job->ndevs > 1 ? job->ndevs : 1, PF_NN_FP16, t->batch);
+}
+
 static pf_status prepare(seg_task *t, const pf_segment_params *p)
 {
     seg_job *job = &t->job;
@@ -578,6 +592,7 @@ static pf_status prepare(seg_task *t, const pf_segment_params *p)
     if (seg_multi_wanted(p->inputs, p->num_inputs)) {
         /* Several inputs, one pipeline (segment_multi.c). */
         if (!seg_find_model(job, p->model) || !seg_read_model(job)) return PF_ERR_FORMAT;
+        start_warmup(t);
         st = seg_multi_plan(job, p->inputs, p->num_inputs, p->output, p->mask_out, t->trace,
                             job->realtime);
         if (st != PF_OK) return st;
@@ -594,6 +609,7 @@ static pf_status prepare(seg_task *t, const pf_segment_params *p)
         return PF_OK;
     }
     if (!seg_find_model(job, p->model) || !seg_read_model(job)) return PF_ERR_FORMAT;
+    start_warmup(t);
     if (!seg_collect_inputs(job, p->inputs, p->num_inputs)) return PF_ERR_IO;
     if (!seg_plan_outputs(job, p->output, p->mask_out)) return PF_ERR_IO;
     if (!seg_check_outputs(job, t->trace)) return PF_ERR_IO;
@@ -652,8 +668,11 @@ pf_status pf_segment_start(const pf_segment_params *p, pf_job **out)
     char err[1024] = "";
     if (st == PF_OK && (st = build(t, &t->p, err, sizeof err)) != PF_OK)
         seg_error(job, "%s", err);
-    PF_LOGD("segment: start-up: inputs probed in %.1f ms, pipeline built (model loaded) in %.1f ms",
-            (double)(t_prep - t_dev) / 1e6, (double)(pf_time_ns() - t_prep) / 1e6);
+    int64_t t_built = pf_time_ns();
+    jobs_warmup_finish(&t->warm);
+    PF_LOGD("segment: start-up: inputs probed in %.1f ms, pipeline built (model loaded) in %.1f "
+            "ms, then waited %.1f ms for the warm-up", (double)(t_prep - t_dev) / 1e6,
+            (double)(t_built - t_prep) / 1e6, (double)(pf_time_ns() - t_built) / 1e6);
     if (st == PF_OK && !(t->pub = jobs_new(PF_JOB_SEGMENT, &seg_ops, t)))
         st = pf_set_error(PF_ERR_NOMEM, "pf_segment_start: out of memory");
     if (st != PF_OK) {

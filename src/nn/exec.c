@@ -42,6 +42,7 @@ struct pf_nn_exec {
     exec_plan *plans;
     int n_plans, cap_plans;
     bool bucketed;       /* CUDA, symbolic batch: plans at powers of two (see plan_batch) */
+    int asked[32];       /* bucketed: runs that wanted bucket 2^i while it had no plan */
     int64_t runs;
     double last_run_ms;
 };
@@ -186,12 +187,39 @@ static pf_status get_plan(pf_nn_exec *x, int64_t batch, exec_plan **out)
  * timing, a graph capture: ~0.1 s each). A dynamic batcher hands out many
  * sizes; this keeps them to log2(max_batch) + 1 plans. The CPU reads inputs
  * in place, so it plans each size it sees. */
-static int64_t plan_batch(const pf_nn_exec *x, int64_t n)
+static int64_t bucket_of(const pf_nn_exec *x, int64_t n)
 {
     if (!x->bucketed) return n;
     int64_t b = 1;
     while (b < n) b <<= 1;
     return b < x->params.max_batch ? b : x->params.max_batch;
+}
+
+static int log2_of(int64_t b)
+{
+    int i = 0;
+    while (i < 31 && ((int64_t)1 << i) < b) i++;
+    return i;
+}
+
+/* Which plan a run of n uses. Its bucket's when that exists. When it does
+ * not but a larger bucket has a plan, the run is padded into the smallest
+ * such plan, until the bucket was wanted PF_NN_PLAN_AFTER times: a size a
+ * batcher forms once or twice (the first partial batch while a decoder
+ * starts, the last one of a file) then costs a padded run (a few ms of GPU
+ * time at most) instead of a plan and a graph capture in the middle of a
+ * run (12-25 ms warm, 0.1-0.4 s when it must be tuned, measured on an
+ * H200), while a size that keeps coming gets its own plan. */
+#define PF_NN_PLAN_AFTER 4
+static int64_t plan_batch(pf_nn_exec *x, int64_t n)
+{
+    int64_t b = bucket_of(x, n);
+    if (!x->bucketed || find_plan(x, b)) return b;
+    int64_t best = 0;
+    for (int i = 0; i < x->n_plans; i++)
+        if (x->plans[i].batch > b && (!best || x->plans[i].batch < best)) best = x->plans[i].batch;
+    if (best && ++x->asked[log2_of(b)] < PF_NN_PLAN_AFTER) return best;
+    return b;
 }
 
 pf_status pf_nn_exec_reserve(pf_nn_exec *x)
@@ -201,11 +229,24 @@ pf_status pf_nn_exec_reserve(pf_nn_exec *x)
     if (!pf_model_has_symbolic_batch(x->model))
         return get_plan(x, pf_model_fixed_batch(x->model), &e);
     for (int b = 1; b <= x->params.max_batch; b++) {
-        if (plan_batch(x, b) != b) continue;
+        if (bucket_of(x, b) != b) continue;
         pf_status st = get_plan(x, b, &e);
         if (st) return st;
     }
     return PF_OK;
+}
+
+pf_status pf_nn_exec_reserve_batch(pf_nn_exec *x, int batch)
+{
+    PF_CHECK_ARG(x, "pf_nn_exec_reserve_batch", "NULL executor");
+    exec_plan *e;
+    if (!pf_model_has_symbolic_batch(x->model))
+        return get_plan(x, pf_model_fixed_batch(x->model), &e);
+    if (batch < 1 || batch > x->params.max_batch)
+        return pf_set_error(PF_ERR_INVALID, "pf_nn_exec_reserve_batch: %s: batch %d outside "
+                            "1..%d (max_batch)", pf_model_name(x->model), batch,
+                            x->params.max_batch);
+    return get_plan(x, bucket_of(x, batch), &e);
 }
 
 /* --- validation -------------------------------------------------------------------- */
@@ -490,5 +531,68 @@ pf_status pf_nn_exec_profile(pf_nn_exec *x, int batch, pf_nn_node_time *times, i
     free(t);
     pf_stream_destroy(&stream);
     pf_allocator_destroy(&alloc);
+    return st;
+}
+
+/* --- warm-up ----------------------------------------------------------------------------- */
+
+pf_status pf_nn_warmup(pf_model *m, const pf_nn_exec_params *p, int batch)
+{
+    PF_CHECK_ARG(m && p, "pf_nn_warmup", "NULL model or params");
+    if (!p->device || pf_device_get_type(p->device) == PF_DEVICE_CPU) return PF_OK;
+    pf_nn_exec_params prm = *p;
+    if (batch < 1) batch = 1;
+    if (prm.max_batch < batch) prm.max_batch = batch;
+    int64_t t0 = pf_time_ns();
+    pf_nn_exec *x = NULL;
+    pf_status st = pf_nn_exec_create(m, &prm, &x);
+    exec_plan *e = NULL;
+    if (st == PF_OK)
+        st = get_plan(x, pf_model_has_symbolic_batch(m) ? bucket_of(x, batch)
+                                                        : pf_model_fixed_batch(m), &e);
+    pf_allocator *alloc = NULL;
+    pf_stream *stream = NULL;
+    pf_tensor *t = NULL;
+    int nt = 0;
+    if (st == PF_OK) {
+        pf_allocator_params ap = pf_allocator_params_default();
+        ap.device = prm.device;
+        ap.domain = PF_MEM_DEVICE;
+        ap.name = "nn-warmup";
+        st = pf_allocator_create(&ap, &alloc);
+    }
+    if (st == PF_OK) {
+        pf_stream_params sp = pf_stream_params_default();
+        sp.device = prm.device;
+        st = pf_stream_create(&sp, &stream);
+    }
+    if (st == PF_OK) {
+        const pf_ir_graph *g = e->g;
+        nt = g->n_inputs + g->n_outputs;
+        t = calloc((size_t)(nt ? nt : 1), sizeof *t);
+        if (!t) st = pf_set_error(PF_ERR_NOMEM, "pf_nn_warmup: out of memory");
+        for (int k = 0; t && k < nt && st == PF_OK; k++) {
+            const pf_ir_value *v =
+                &g->values[k < g->n_inputs ? g->inputs[k] : g->outputs[k - g->n_inputs]];
+            pf_dtype d = PF_DTYPE_F32;
+            if (!dtype_ok(v->dtype, d))
+                d = dtype_ok(v->dtype, PF_DTYPE_I32) ? PF_DTYPE_I32 : PF_DTYPE_U8;
+            st = pf_tensor_alloc(&t[k], d, v->ndim, v->dims, PF_LAYOUT_NONE, alloc, stream);
+            size_t nb = st == PF_OK ? pf_tensor_nbytes(&t[k]) : 0;
+            if (nb) st = pf_memset_async(stream, t[k].data, 0, nb);
+        }
+        if (st == PF_OK)
+            st = x->be->plan_run(x->ctx, e->plan, stream, t, g->n_inputs, t + g->n_inputs,
+                                 g->n_outputs);
+        if (st == PF_OK) st = pf_stream_synchronize(stream);
+    }
+    for (int k = 0; t && k < nt; k++) pf_tensor_unref(&t[k]);
+    free(t);
+    pf_stream_destroy(&stream);
+    pf_allocator_destroy(&alloc);
+    pf_nn_exec_destroy(&x);
+    if (st == PF_OK)
+        PF_LOGD("nn %s: warm-up (plan and one run of batch %d) in %.1f ms", pf_model_name(m), batch,
+                (double)(pf_time_ns() - t0) / 1e6);
     return st;
 }

@@ -71,7 +71,8 @@ typedef struct infer_stage {
     bi_stage base;
     pf_model *model;
     pf_nn_precision precision;
-    bool reserve;
+    bool reserve;               /* every batch size at start */
+    bool reserve_max;           /* only max_batch at start (smaller runs padded into it) */
     int in_index;               /* the model input fed from the items */
     int out_index;              /* the model output the items leave with */
     int n_out;
@@ -121,6 +122,7 @@ static pf_status infer_start(void *user, pf_stage_ctx *ctx)
     pf_nn_exec *x = NULL;
     st = pf_nn_exec_create(s->model, &xp, &x);
     if (st == PF_OK && s->reserve) st = pf_nn_exec_reserve(x);
+    else if (st == PF_OK && s->reserve_max) st = pf_nn_exec_reserve_batch(x, max_batch);
     if (st != PF_OK) {
         char msg[768];
         snprintf(msg, sizeof msg, "%s", pf_last_error());
@@ -340,7 +342,10 @@ pf_status bi_infer_create(bi_args *a, pf_stage_desc *d)
     st = bi_enum(a, "precision", precisions, 0, &prec);
     if (st == PF_OK) st = bi_int(a, "batch", 1, 1, PF_STATS_MAX_BATCH, &batch);
     if (st == PF_OK) st = bi_int(a, "delay_us", 0, 0, 60000000, &delay);
-    if (st == PF_OK) st = bi_bool(a, "reserve", false, &s->reserve);
+    const char *rv = st == PF_OK ? bi_str(a, "reserve") : NULL;
+    if (rv && !strcmp(rv, "max")) s->reserve_max = true;
+    else if (rv && !pf_parse_bool(rv, &s->reserve))
+        st = bi_error(a, "reserve", "reserve '%s': expected true, false or max", rv);
     if (st == PF_OK)
         st = bi_int(a, "memory_cap", 0, 0, (int64_t)1 << 50, &s->memory_cap);
     if (st == PF_OK && !path)
