@@ -85,6 +85,8 @@ typedef struct plan {
     /* Graph state. */
     cudaGraphExec_t exec;
     bool uncapturable;
+    int capture_failures;       /* a failed capture is retried once, then runs stay eager */
+    int64_t batch;
     int64_t runs;
     int graphs;
     /* The graph runs on the plan's own stream, joined to the caller's by
@@ -617,6 +619,7 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
         goto done;
     }
     p->g = g;
+    p->batch = batch;
     for (int v = 0; v <= nv; v++) early[v] = -1;
 
     /* Layouts. */
@@ -1040,18 +1043,25 @@ static pf_status capture(pf_cux_ctx *c, plan *p, cudaStream_t cs)
     st = run_steps(c, p, p->gstream, NULL);
     e = cudaStreamEndCapture(p->gstream, &graph);
     pf_status bs = bind_stream(c, cs);
-    if (st != PF_OK) {
-        if (graph) cudaGraphDestroy(graph);
-        return st;
-    }
     if (bs != PF_OK) {
         if (graph) cudaGraphDestroy(graph);
         return bs;
     }
-    if (e != cudaSuccess || !graph) {
+    if (st != PF_OK || e != cudaSuccess || !graph) {
+        /* A step that failed inside the capture (a library call that cannot
+         * be captured, or a capture invalidated under it: seen once on an
+         * H200 right after a cold plan's tuning, "operation failed due to a
+         * previous error during capture") fails the graph, not the run: the
+         * run goes eager, which reports a real error if there is one. One
+         * more capture is tried on the next run; a second failure keeps the
+         * plan eager. */
         (void)cudaGetLastError();
         if (graph) cudaGraphDestroy(graph);
-        p->uncapturable = true;
+        if (++p->capture_failures >= 2) p->uncapturable = true;
+        PF_LOGI("nn cuda: the batch-%lld plan could not be captured as a CUDA graph (%s); %s",
+                (long long)p->batch,
+                st != PF_OK ? pf_last_error() : cudaGetErrorString(e),
+                p->uncapturable ? "it runs without one" : "this run goes without, the next tries again");
         return PF_AGAIN;
     }
     e = cudaGraphInstantiate(&p->exec, graph, 0);
