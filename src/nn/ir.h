@@ -390,6 +390,7 @@ typedef struct pf_ir_opt_report {
     int bn_folded;       /* BatchNormalization merged into the preceding conv */
     int act_fused;       /* activations merged into their producer */
     int removed;         /* dead or identity nodes dropped */
+    int quant_fused;     /* QDQ convs/matmuls turned into QCONV/QMATMUL */
 } pf_ir_opt_report;
 
 /* Constant folding: every node whose inputs are all constant is evaluated
@@ -403,6 +404,17 @@ pf_status pf_ir_fold_batchnorm(pf_ir_graph *g, int *n_folded);
  * HardSwish following an op that allows a fused act (see pf_ir_act), when the
  * producer's output has no other use and is not a graph output. */
 pf_status pf_ir_fuse_activations(pf_ir_graph *g, int *n_fused);
+/* The fused form of activation node n (Relu, Clip with bounds in its attr,
+ * Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish); false when it has none. */
+bool pf_ir_act_of(const pf_ir_graph *g, const pf_ir_node *n, pf_ir_act *act, float *a, float *b);
+/* QDQ fusion (passes_quant.c): DequantizeLinear(x_q) and DequantizeLinear(w_q
+ * const) feeding a Conv (bias constant or DequantizeLinear'd int32; then
+ * optionally an activation, a residual Add of the same shape, an activation)
+ * and optionally a QuantizeLinear become one QCONV; the same for MatMul and
+ * Gemm (alpha 1, no transposed A) as QMATMUL. Parameters must be constants
+ * (scales per tensor, weight scales also per output channel). Unfused Q/DQ
+ * nodes stay. Runs before constant folding (pf_ir_optimize does so). */
+pf_status pf_ir_fuse_quant(pf_ir_graph *g, int *n_fused);
 /* Identity/Dropout bypass, nodes whose outputs nobody uses; then compact. */
 pf_status pf_ir_remove_dead(pf_ir_graph *g, int *n_removed);
 /* All of the above to a fixed point, in a sensible order. */
