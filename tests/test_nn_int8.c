@@ -12,60 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "int8_graphs.h"
 #include "nn/cpu/kernels.h"
-#include "nn/ir.h"
-#include "pf_test.h"
-
-#define D(...) ((const int64_t[]){__VA_ARGS__})
-
-static float frand(float lo, float hi)
-{
-    return lo + (hi - lo) * (float)(pf_test_rand() % 1000001) / 1000000.0f;
-}
-
-static int val(pf_ir_graph *g, pf_ir_dtype dt)
-{
-    int id = -1;
-    CHECK_OK(pf_ir_add_value(g, pf_ir_unique_name(g, "v"), dt, -1, NULL, &id));
-    return id;
-}
-
-static int cst(pf_ir_graph *g, pf_ir_dtype dt, int nd, const int64_t *dims, const void *data)
-{
-    int64_t n = 1;
-    for (int i = 0; i < nd; i++) n *= dims[i];
-    int id = -1;
-    CHECK_OK(pf_ir_add_const(g, pf_ir_unique_name(g, "c"), dt, nd, dims, data,
-                             (size_t)n * pf_ir_dtype_size(dt), &id));
-    return id;
-}
-
-static int scalar_f(pf_ir_graph *g, float x) { return cst(g, PF_IR_F32, 0, NULL, &x); }
-
-static int scalar_q(pf_ir_graph *g, pf_ir_dtype dt, int v)
-{
-    uint8_t u = (uint8_t)v;
-    int8_t s = (int8_t)v;
-    return cst(g, dt, 0, NULL, dt == PF_IR_U8 ? (const void *)&u : (const void *)&s);
-}
-
-static int node(pf_ir_graph *g, pf_ir_op op, const int *in, int n_in, const pf_ir_attr *attr,
-                pf_ir_dtype dt)
-{
-    int out = val(g, dt);
-    CHECK_OK(pf_ir_add_node(g, op, pf_ir_op_name(op), pf_ir_op_name(op), in, n_in, &out, 1, attr,
-                            NULL));
-    return out;
-}
-
-static int qdq(pf_ir_graph *g, pf_ir_op op, int x, int s, int z, int64_t axis, pf_ir_dtype dt)
-{
-    pf_ir_attr a;
-    memset(&a, 0, sizeof a);
-    a.axis.axis = axis;
-    int in[3] = {x, s, z};
-    return node(g, op, in, z >= 0 ? 3 : 2, &a, dt);
-}
 
 /* Runs g on the CPU kernels; returns a copy of graph output 0 (caller frees). */
 static void *run_graph(const pf_ir_graph *g, void *const *inputs, size_t *bytes)
@@ -159,85 +107,15 @@ static void compare_fused(pf_ir_graph *g, void *const *inputs, pf_ir_op fused_op
     pf_ir_graph_destroy(&f);
 }
 
-/* A QDQ conv: Q(x) -> DQ -> Conv(DQ(w per channel), DQ(bias int32)) [-> Add(DQ(Q(r)))] -> Relu -> Q. */
-typedef struct conv_case {
-    int64_t C, H, W, M, k, stride, dil, group, pad;
-    pf_ir_dtype adt;     /* activations */
-    int xzp, yzp;
-    bool residual, quant_out;
-} conv_case;
-
 static void run_conv_case(const conv_case *cc)
 {
     pf_ir_graph *g = NULL;
-    CHECK_OK(pf_ir_graph_create("qconv", &g));
+    float *xin = NULL, *rin = NULL;
+    build_conv_case(cc, &g, &xin, &rin);
     REQUIRE(g != NULL);
-    int64_t Cg = cc->C / cc->group;
-    int x;
-    CHECK_OK(pf_ir_add_value(g, "x", PF_IR_F32, 4, D(1, cc->C, cc->H, cc->W), &x));
-    CHECK_OK(pf_ir_mark_input(g, x));
-    float sx = 2.0f / 255.0f;
-    int zx = scalar_q(g, cc->adt, cc->xzp);
-    int xq = qdq(g, PF_IR_QUANTIZE_LINEAR, x, scalar_f(g, sx), zx, 1, cc->adt);
-    int xd = qdq(g, PF_IR_DEQUANTIZE_LINEAR, xq, scalar_f(g, sx), zx, 1, PF_IR_F32);
-    size_t wn = (size_t)(cc->M * Cg * cc->k * cc->k);
-    int8_t *w = malloc(wn);
-    for (size_t i = 0; i < wn; i++) w[i] = (int8_t)pf_test_rand_range(-127, 127);
-    float *ws = malloc(sizeof(float) * (size_t)cc->M), *bs = malloc(sizeof(float) * (size_t)cc->M);
-    int32_t *bq = malloc(sizeof(int32_t) * (size_t)cc->M);
-    for (int64_t m = 0; m < cc->M; m++) {
-        ws[m] = frand(0.002f, 0.01f);
-        bs[m] = sx * ws[m];
-        bq[m] = (int32_t)pf_test_rand_range(-2000, 2000);
-    }
-    int wq = cst(g, PF_IR_I8, 4, D(cc->M, Cg, cc->k, cc->k), w);
-    int wd = qdq(g, PF_IR_DEQUANTIZE_LINEAR, wq, cst(g, PF_IR_F32, 1, D(cc->M), ws), -1, 0,
-                 PF_IR_F32);
-    int bd = qdq(g, PF_IR_DEQUANTIZE_LINEAR, cst(g, PF_IR_I32, 1, D(cc->M), bq),
-                 cst(g, PF_IR_F32, 1, D(cc->M), bs), -1, 0, PF_IR_F32);
-    pf_ir_attr a;
-    memset(&a, 0, sizeof a);
-    a.conv.nsp = 2;
-    for (int i = 0; i < 2; i++) {
-        a.conv.kernel[i] = cc->k;
-        a.conv.stride[i] = cc->stride;
-        a.conv.dilation[i] = cc->dil;
-        a.conv.pad_begin[i] = a.conv.pad_end[i] = cc->pad;
-    }
-    a.conv.group = cc->group;
-    int cin[3] = {xd, wd, bd};
-    int y = node(g, PF_IR_CONV, cin, 3, &a, PF_IR_F32);
-    int64_t OH = (cc->H + 2 * cc->pad - (cc->k - 1) * cc->dil - 1) / cc->stride + 1;
-    int64_t OW = (cc->W + 2 * cc->pad - (cc->k - 1) * cc->dil - 1) / cc->stride + 1;
-    int r = -1;
-    float sr = 4.0f / 255.0f;
-    if (cc->residual) {
-        CHECK_OK(pf_ir_add_value(g, "r", PF_IR_F32, 4, D(1, cc->M, OH, OW), &r));
-        CHECK_OK(pf_ir_mark_input(g, r));
-        int zr = scalar_q(g, cc->adt, 0);
-        int rq = qdq(g, PF_IR_QUANTIZE_LINEAR, r, scalar_f(g, sr), zr, 1, cc->adt);
-        int rd = qdq(g, PF_IR_DEQUANTIZE_LINEAR, rq, scalar_f(g, sr), zr, 1, PF_IR_F32);
-        int ain[2] = {rd, y};
-        y = node(g, PF_IR_ADD, ain, 2, NULL, PF_IR_F32);
-    }
-    y = node(g, PF_IR_RELU, &y, 1, NULL, PF_IR_F32);
-    if (cc->quant_out) {
-        pf_ir_dtype odt = cc->adt;
-        y = qdq(g, PF_IR_QUANTIZE_LINEAR, y, scalar_f(g, 3.0f / 127.0f), scalar_q(g, odt, cc->yzp),
-                1, odt);
-    }
-    CHECK_OK(pf_ir_mark_output(g, y));
-    float *xin = malloc(sizeof(float) * (size_t)(cc->C * cc->H * cc->W));
-    for (int64_t i = 0; i < cc->C * cc->H * cc->W; i++) xin[i] = frand(-1.0f, 1.0f);
-    float *rin = malloc(sizeof(float) * (size_t)(cc->M * OH * OW));
-    for (int64_t i = 0; i < cc->M * OH * OW; i++) rin[i] = frand(-0.5f, 0.5f);
     void *inputs[2] = {xin, rin};
     /* The residual's Q stays (it quantizes a graph input); x's Q too. */
     compare_fused(g, inputs, PF_IR_QCONV, 1, cc->residual ? 2 : 1);
-    free(w);
-    free(ws);
-    free(bs);
-    free(bq);
     free(xin);
     free(rin);
     pf_ir_graph_destroy(&g);
@@ -247,13 +125,13 @@ static void test_fuse_conv(void)
 {
     pf_test_seed(18);
     static const conv_case cases[] = {
-        /* C, H, W, M, k, stride, dil, group, pad, dtype, xzp, yzp, residual, quant_out */
-        {5, 9, 11, 7, 3, 1, 1, 1, 1, PF_IR_U8, 128, 0, false, true},
-        {5, 9, 11, 7, 3, 2, 1, 1, 1, PF_IR_I8, 0, 0, false, true},
-        {6, 10, 9, 12, 3, 1, 2, 1, 2, PF_IR_I8, -3, 5, true, true},
-        {16, 7, 7, 16, 3, 1, 1, 16, 1, PF_IR_I8, 0, 0, false, true}, /* depthwise */
-        {33, 5, 6, 40, 1, 1, 1, 1, 0, PF_IR_U8, 100, 10, true, false},
-        {8, 6, 6, 8, 3, 2, 1, 2, 1, PF_IR_U8, 128, 0, false, true},  /* grouped, stride 2 */
+        /* C, H, W, M, k, stride, dil, group, pad, dtype, xzp, yzp, residual, quant_out, dq_out */
+        {5, 9, 11, 7, 3, 1, 1, 1, 1, PF_IR_U8, 128, 0, false, true, false},
+        {5, 9, 11, 7, 3, 2, 1, 1, 1, PF_IR_I8, 0, 0, false, true, false},
+        {6, 10, 9, 12, 3, 1, 2, 1, 2, PF_IR_I8, -3, 5, true, true, false},
+        {16, 7, 7, 16, 3, 1, 1, 16, 1, PF_IR_I8, 0, 0, false, true, false}, /* depthwise */
+        {33, 5, 6, 40, 1, 1, 1, 1, 0, PF_IR_U8, 100, 10, true, false, false},
+        {8, 6, 6, 8, 3, 2, 1, 2, 1, PF_IR_U8, 128, 0, false, true, false},  /* grouped, stride 2 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         printf("  case %zu\n", i);
@@ -349,6 +227,66 @@ static void test_fuse_refuses(void)
     pf_ir_graph_destroy(&g);
 }
 
+/* The CPU fast path (im2col in u8 + the VNNI/AVX2 GEMM) against the plain-C
+ * reference on fused QCONV graphs: equal bit for bit on every path the CPU
+ * has (the int32 sums are exact, and both finish with the same epilogue). */
+static void test_fast_path(void)
+{
+    pf_test_seed(20);
+    static const conv_case cases[] = {
+        {64, 13, 11, 40, 3, 1, 1, 1, 1, PF_IR_I8, 0, 0, false, true, false},
+        {48, 16, 15, 24, 3, 2, 1, 1, 1, PF_IR_U8, 128, 3, false, true, false},
+        {32, 12, 12, 33, 3, 1, 2, 1, 2, PF_IR_I8, -7, 0, true, true, false},
+        {5, 9, 11, 7, 3, 1, 1, 1, 1, PF_IR_U8, 100, 0, false, true, false},
+        {70, 9, 7, 67, 1, 1, 1, 1, 0, PF_IR_I8, 0, 0, true, false, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pf_ir_graph *g = NULL;
+        float *xin = NULL, *rin = NULL;
+        build_conv_case(&cases[i], &g, &xin, &rin);
+        REQUIRE(g != NULL);
+        CHECK_OK(pf_ir_infer_shapes(g));
+        int nf = 0;
+        CHECK_OK(pf_ir_fuse_quant(g, &nf));
+        CHECK_OK(pf_ir_remove_dead(g, NULL));
+        CHECK_OK(pf_ir_infer_shapes(g));
+        CHECK_EQ_INT(nf, 1);
+        int qn = -1;
+        for (int k = 0; k < g->n_nodes; k++)
+            if (g->nodes[k].op == PF_IR_QCONV) qn = k;
+        REQUIRE(qn >= 0);
+#if defined(__x86_64__)
+        CHECK(pf_nn_cpu_scratch_bytes(g, qn) > 0); /* the fast path takes it */
+#endif
+        void *inputs[2] = {xin, rin};
+        int prev = pf_nn_qgemm_force(PF_QG_SCALAR);
+        size_t n0 = 0;
+        void *ref = run_graph(g, inputs, &n0);
+        REQUIRE(ref != NULL);
+        int last = -1;
+        for (int isa = PF_QG_AVX2; isa <= PF_QG_AVX512VNNI; isa++) {
+            pf_nn_qgemm_force(isa);
+            int used = pf_nn_qgemm_isa();
+            if (used == last) continue; /* the CPU lacks it: the same path again */
+            last = used;
+            size_t n1 = 0;
+            void *fast = run_graph(g, inputs, &n1);
+            REQUIRE(fast != NULL && n1 == n0);
+            size_t ndiff = 0;
+            for (size_t b = 0; b < n0; b++) ndiff += ((unsigned char *)fast)[b] != ((unsigned char *)ref)[b];
+            printf("    case %zu %-12s: %zu bytes, %zu differ\n", i, pf_nn_qgemm_isa_name(used), n0,
+                   ndiff);
+            CHECK_EQ_INT(ndiff, 0);
+            free(fast);
+        }
+        pf_nn_qgemm_force(prev);
+        free(ref);
+        free(xin);
+        free(rin);
+        pf_ir_graph_destroy(&g);
+    }
+}
+
 static void test_round_sat(void)
 {
     CHECK_EQ_INT(pf_nn_q_round_sat(2.5, 0, PF_IR_I8), 2);
@@ -369,5 +307,6 @@ int main(void)
     PF_RUN(test_fuse_conv);
     PF_RUN(test_fuse_matmul);
     PF_RUN(test_fuse_refuses);
+    PF_RUN(test_fast_path);
     return pf_test_finish();
 }

@@ -157,6 +157,15 @@ double pf_nn_q_param(const pf_nn_cpu_args *a, int input, int64_t i);
 pf_status pf_nn_cpu_quantize(const pf_nn_cpu_args *a);   /* QUANTIZE_LINEAR */
 pf_status pf_nn_cpu_dequantize(const pf_nn_cpu_args *a); /* DEQUANTIZE_LINEAR */
 pf_status pf_nn_cpu_qconv(const pf_nn_cpu_args *a);      /* QLINEAR_CONV, CONV_INTEGER, QCONV */
+size_t pf_nn_cpu_qconv_scratch(const pf_ir_graph *g, const pf_ir_node *n);
+/* qgemm_x86.c: the fast path's u8 x s8 GEMM (see there); isa = PF_QG_*. */
+enum { PF_QG_SCALAR = 0, PF_QG_AVX2 = 1, PF_QG_AVXVNNI = 2, PF_QG_AVX512VNNI = 3 };
+int pf_nn_qgemm_isa(void);
+/* Tests: use at most `isa` (-1 = the best the CPU has); returns the previous setting. */
+int pf_nn_qgemm_force(int isa);
+const char *pf_nn_qgemm_isa_name(int isa);
+void pf_nn_qgemm_u8s8(int isa, const int8_t *w4, const uint8_t *x4, int64_t M, int64_t KQ,
+                      int64_t P, int32_t *acc, int64_t ldc);
 pf_status pf_nn_cpu_qmatmul(const pf_nn_cpu_args *a);    /* QLINEAR_MATMUL, MATMUL_INTEGER, QMATMUL */
 
 PF_END_DECLS

@@ -9,7 +9,7 @@
  * bias and requantizes in double with x_scale * w_scale / y_scale; QCONV
  * computes f = acc * (x_scale * w_scale[m]) + bias[m] in float, adds the
  * residual, applies the act and quantizes f / y_scale (or stores f). The
- * fast paths (qconv_x86.c, CUDA) reproduce QCONV's float order. */
+ * fast paths (below, and CUDA) reproduce QCONV's float order. */
 #include <math.h>
 #include <string.h>
 
@@ -142,6 +142,151 @@ static void qconv_run(void *ctx, int ith, int nth)
     }
 }
 
+/* ---- Fast path (QCONV, group 1, weight zero points 0) -------------------------
+ * Per chunk of QF_PB output pixels: the im2col of the chunk in u8 with K in
+ * groups of four ([K/4][pixel][4]: int8 inputs shifted by +128, padded taps
+ * holding the zero point, likewise shifted), one u8 x s8 GEMM against the
+ * weights packed [M][K/4][4] (qgemm_x86.c), then the sums corrected by
+ * (x_zp + shift) * sum(w[m]) and the reference epilogue: the corrected sum
+ * is the reference's exact int32 sum, so the outputs are equal bit for bit.
+ * Weights are packed into scratch on each run (M*K bytes against M*K*P
+ * multiply-adds: noise). Scratch: the packed weights and their sums, then
+ * QF_SLOTS worker slots (im2col chunk + int32 tile); workers past QF_SLOTS
+ * idle. */
+enum { QF_PB = 64, QF_SLOTS = 16 };
+
+static bool fast_ok(const pf_ir_graph *g, const pf_ir_node *n)
+{
+    if (n->op != PF_IR_QCONV || n->attr.conv.group != 1 || n->n_in < 5) return false;
+    const pf_ir_value *x = &g->values[n->in[0]], *w = &g->values[n->in[3]];
+    if ((x->dtype != PF_IR_U8 && x->dtype != PF_IR_I8) || !w->data || w->dtype != PF_IR_I8 ||
+        w->ndim < 3)
+        return false;
+    if (n->n_in > 5 && n->in[5] >= 0) {
+        const pf_ir_value *z = &g->values[n->in[5]];
+        if (!z->data) return false;
+        for (int64_t i = 0; i < pf_ir_value_numel(z); i++)
+            if (pf_nn_q_load(z->data, z->dtype, (size_t)i) != 0) return false;
+    }
+    return true;
+}
+
+static void fast_sizes(const pf_ir_value *w, int64_t *M, int64_t *K, int64_t *KQ)
+{
+    *M = w->dims[0];
+    *K = pf_ir_value_numel(w) / *M;
+    *KQ = (*K + 3) / 4;
+}
+
+static size_t slot_bytes(int64_t M, int64_t KQ)
+{
+    return ((size_t)(KQ * 4 * QF_PB) + (size_t)(M * QF_PB) * 4 + 63) & ~(size_t)63;
+}
+
+size_t pf_nn_cpu_qconv_scratch(const pf_ir_graph *g, const pf_ir_node *n)
+{
+    if (!fast_ok(g, n)) return 0;
+    int64_t M, K, KQ;
+    fast_sizes(&g->values[n->in[3]], &M, &K, &KQ);
+    size_t head = (((size_t)(M * KQ * 4) + (size_t)M * 4) + 63) & ~(size_t)63;
+    return head + QF_SLOTS * slot_bytes(M, KQ);
+}
+
+typedef struct fast_job {
+    const pf_nn_cpu_args *a;
+    qgeom q;
+    int64_t K, KQ;
+    const int8_t *w4;
+    const int32_t *wsum;
+    unsigned char *slots;
+    int isa;
+} fast_job;
+
+static void fast_run(void *ctx, int ith, int nth)
+{
+    fast_job *j = ctx;
+    const pf_nn_cpu_args *a = j->a;
+    const qgeom *q = &j->q;
+    int nw = nth < QF_SLOTS ? nth : QF_SLOTS;
+    if (ith >= nw) return;
+    uint8_t *x4 = j->slots + (size_t)ith * slot_bytes(q->M, j->KQ);
+    int32_t *acc = (int32_t *)(void *)(x4 + (size_t)(j->KQ * 4 * QF_PB));
+    const pf_ir_value *xv = a->vin[0];
+    const bool s8 = xv->dtype == PF_IR_I8;
+    const int32_t xzp = (int32_t)pf_nn_q_param(a, 2, 0);
+    const int32_t shift = s8 ? 128 : 0;
+    const uint8_t padv = (uint8_t)(xzp + shift);
+    const int32_t corr = xzp + shift;
+    const int64_t P = q->OH * q->OW, chunks_per = (P + QF_PB - 1) / QF_PB;
+    const int64_t total = q->N * chunks_per, taps = q->kh * q->kw;
+    for (int64_t t = ith; t < total; t += nw) {
+        const int64_t b = t / chunks_per, p0 = (t % chunks_per) * QF_PB;
+        const int64_t pn = P - p0 < QF_PB ? P - p0 : QF_PB;
+        const uint8_t *xb = (const uint8_t *)a->in[0] + (size_t)(b * q->C * q->H * q->W);
+        for (int64_t k = 0; k < j->KQ * 4; k++) {
+            uint8_t *dst = x4 + (k / 4) * pn * 4 + (k % 4);
+            if (k >= j->K) {
+                for (int64_t pp = 0; pp < pn; pp++) dst[pp * 4] = 0;
+                continue;
+            }
+            const int64_t c = k / taps, r = k % taps, ky = r / q->kw, kx = r % q->kw;
+            const uint8_t *xc = xb + (size_t)(c * q->H * q->W);
+            int64_t oy = (p0) / q->OW, ox = p0 % q->OW;
+            for (int64_t pp = 0; pp < pn; pp++) {
+                const int64_t iy = oy * q->sh - q->pt + ky * q->dh;
+                const int64_t ix = ox * q->sw - q->pl + kx * q->dw;
+                uint8_t v = padv;
+                if (iy >= 0 && iy < q->H && ix >= 0 && ix < q->W) {
+                    v = xc[iy * q->W + ix];
+                    if (s8) v ^= 0x80;
+                }
+                dst[pp * 4] = v;
+                if (++ox == q->OW) {
+                    ox = 0;
+                    oy++;
+                }
+            }
+        }
+        pf_nn_qgemm_u8s8(j->isa, j->w4, x4, q->M, j->KQ, pn, acc, pn);
+        for (int64_t m = 0; m < q->M; m++) {
+            const int32_t c = corr * j->wsum[m];
+            for (int64_t pp = 0; pp < pn; pp++) {
+                size_t oi = (size_t)((b * q->M + m) * P + p0 + pp);
+                qconv_epilogue(a, m, oi, acc[m * pn + pp] - c);
+            }
+        }
+    }
+}
+
+static pf_status qconv_fast(const pf_nn_cpu_args *a, const qgeom *q)
+{
+    fast_job j;
+    memset(&j, 0, sizeof j);
+    j.a = a;
+    j.q = *q;
+    int64_t M;
+    fast_sizes(a->vin[3], &M, &j.K, &j.KQ);
+    int8_t *w4 = a->scratch;
+    int32_t *wsum = (int32_t *)(void *)(w4 + M * j.KQ * 4);
+    const int8_t *w = a->in[3];
+    for (int64_t m = 0; m < M; m++) {
+        int32_t s = 0;
+        for (int64_t k = 0; k < j.KQ * 4; k++) {
+            int8_t v = k < j.K ? w[m * j.K + k] : 0;
+            w4[m * j.KQ * 4 + k] = v;
+            s += v;
+        }
+        wsum[m] = s;
+    }
+    j.w4 = w4;
+    j.wsum = wsum;
+    size_t head = (((size_t)(M * j.KQ * 4) + (size_t)M * 4) + 63) & ~(size_t)63;
+    j.slots = (unsigned char *)a->scratch + head;
+    j.isa = pf_nn_qgemm_isa();
+    pf_nn_cpu_parallel(a->pool, fast_run, &j);
+    return PF_OK;
+}
+
 pf_status pf_nn_cpu_qconv(const pf_nn_cpu_args *a)
 {
     qconv_job j;
@@ -164,6 +309,9 @@ pf_status pf_nn_cpu_qconv(const pf_nn_cpu_args *a)
                                   "output channels", ws->name, (long long)pf_ir_value_numel(ws),
                                   (long long)j.q.M);
     }
+    if (a->scratch && a->scratch_bytes >= pf_nn_cpu_qconv_scratch(a->g, a->node) &&
+        pf_nn_cpu_qconv_scratch(a->g, a->node) > 0 && pf_nn_qgemm_isa() != PF_QG_SCALAR)
+        return qconv_fast(a, &j.q);
     pf_nn_cpu_parallel(a->pool, qconv_run, &j);
     return j.st;
 }
