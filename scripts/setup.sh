@@ -28,10 +28,12 @@ DEB_TOOLS=(cmake:cmake make:make gcc:gcc g++:g++ pkg-config:pkg-config node:node
 # (the service the package may start on port 6379 is never used by them).
 # python3-dev: the Python package (python/); python3-numpy + python3-pytest: its
 # tests; python3-setuptools, -venv, -pip: `pip install .` offline (its test).
+# python3-onnx: tests/int8_qdq_model.py writes the QDQ INT8 test model.
 DEB_LIBS=(libopencv-dev libyaml-dev libprotobuf-c-dev libonnx-dev libonnx-testdata
           libopenblas-dev libpng-dev libjpeg-dev libavformat-dev libavcodec-dev libavutil-dev
           libswscale-dev libffmpeg-nvenc-dev libavdevice-dev libhiredis-dev redis-server
-          python3-dev python3-numpy python3-pytest python3-setuptools python3-venv python3-pip)
+          python3-dev python3-numpy python3-pytest python3-setuptools python3-venv python3-pip
+          python3-onnx)
 
 missing=()
 for t in "${DEB_TOOLS[@]}"; do

@@ -149,6 +149,14 @@ const char *pf_ir_op_name(pf_ir_op op)
         [PF_IR_LOG_SOFTMAX] = "LogSoftmax",
         [PF_IR_GEMM] = "Gemm",
         [PF_IR_MATMUL] = "MatMul",
+        [PF_IR_QUANTIZE_LINEAR] = "QuantizeLinear",
+        [PF_IR_DEQUANTIZE_LINEAR] = "DequantizeLinear",
+        [PF_IR_QLINEAR_CONV] = "QLinearConv",
+        [PF_IR_QLINEAR_MATMUL] = "QLinearMatMul",
+        [PF_IR_CONV_INTEGER] = "ConvInteger",
+        [PF_IR_MATMUL_INTEGER] = "MatMulInteger",
+        [PF_IR_QCONV] = "QConv",
+        [PF_IR_QMATMUL] = "QMatMul",
     };
     if ((unsigned)op >= PF_IR_OP_COUNT || !names[op]) return "?";
     return names[op];
@@ -640,6 +648,12 @@ static void arity(pf_ir_op op, int *min_in, int *max_in, int *max_out)
     case PF_IR_SPLIT: *min_in = 1; *max_in = 2; *max_out = PF_IR_MAX_OUTPUTS; return;
     case PF_IR_SLICE: *min_in = 1; *max_in = 5; return;
     case PF_IR_RESIZE: *min_in = 1; *max_in = 4; return;
+    case PF_IR_QUANTIZE_LINEAR: case PF_IR_DEQUANTIZE_LINEAR: *min_in = 2; *max_in = 3; return;
+    case PF_IR_QLINEAR_CONV: *min_in = 8; *max_in = 9; return;
+    case PF_IR_QLINEAR_MATMUL: *min_in = 8; *max_in = 8; return;
+    case PF_IR_CONV_INTEGER: case PF_IR_MATMUL_INTEGER: *min_in = 2; *max_in = 4; return;
+    case PF_IR_QCONV: *min_in = 5; *max_in = 12; return;
+    case PF_IR_QMATMUL: *min_in = 5; *max_in = 9; return;
     default: *min_in = 1; *max_in = 1; return;
     }
 }

@@ -112,6 +112,35 @@ typedef enum pf_ir_op {
     /* Linear algebra. */
     PF_IR_GEMM,           /* A, B, C? -> Y; attr gemm */
     PF_IR_MATMUL,         /* A, B -> Y, numpy matmul broadcasting */
+    /* Quantization (ONNX semantics; see docs/int8.md). Scales are F32, zero
+     * points U8 or I8 (the quantized tensor's dtype). "per-tensor" = a scalar
+     * or one-element scale; "per-axis" = 1-D [dim(axis)] with attr axis.axis
+     * (normalised to >= 0 by shape inference). Rounding is half to even,
+     * results saturate to the output type's range. */
+    PF_IR_QUANTIZE_LINEAR,   /* X(F32/I32), scale, zp? -> Y(zp's dtype, U8 when absent):
+                              * saturate(round(x / scale) + zp); attr axis */
+    PF_IR_DEQUANTIZE_LINEAR, /* X(U8/I8/I32), scale, zp? -> Y(F32) = (x - zp) * scale;
+                              * attr axis */
+    PF_IR_QLINEAR_CONV,      /* x, x_scale, x_zp, w, w_scale([M] or scalar), w_zp, y_scale,
+                              * y_zp, B?(I32[M]) -> y(y_zp's dtype); attr conv */
+    PF_IR_QLINEAR_MATMUL,    /* a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp -> y;
+                              * scales/zps per tensor, b's also per column [N] */
+    PF_IR_CONV_INTEGER,      /* x, w, x_zp?, w_zp?([M] or scalar) -> Y(I32); attr conv */
+    PF_IR_MATMUL_INTEGER,    /* A, B, a_zp?, b_zp?([N] or scalar) -> Y(I32) */
+    /* Fused INT8 convolution, made by pf_ir_fuse_quant() from
+     * DQ(x) -> Conv(DQ(w), bias) [-> Add(DQ(r) or r)] [-> act] [-> Q]:
+     *   0 x(U8/I8), 1 x_scale (scalar), 2 x_zp (scalar), 3 w(I8, const,
+     *   [M, C/g, kh, kw]), 4 w_scale (scalar or [M]), 5 w_zp? (scalar or [M]),
+     *   6 bias?(F32 [M]), 7 y_scale? (absent: Y is F32), 8 y_zp?,
+     *   9 residual? (F32, or U8/I8 with 10 r_scale, 11 r_zp), attr conv, node act:
+     *   acc = sum (x - x_zp)(w - w_zp) in int32 (exact)
+     *   f = acc * (x_scale * w_scale[m]) + bias[m] (+ residual) -> act
+     *   Y = y_scale ? saturate(round_half_even(f / y_scale) + y_zp) : f */
+    PF_IR_QCONV,
+    /* Fused INT8 matmul (DQ(a) x DQ(b) [+ bias] [-> act] [-> Q]), inputs as
+     * PF_IR_QCONV with w = B (I8 const [K, N], w_scale scalar or [N]), bias [N],
+     * no residual; A is [..., K], Y [..., N]. */
+    PF_IR_QMATMUL,
     PF_IR_OP_COUNT
 } pf_ir_op;
 
@@ -131,6 +160,8 @@ typedef enum pf_ir_act {
     PF_IR_ACT_HARD_SIGMOID,/* act_a = alpha, act_b = beta */
     PF_IR_ACT_HARD_SWISH
 } pf_ir_act;
+/* (QCONV and QMATMUL also carry a fused act; it runs in float before the
+ * final quantization.) */
 
 typedef enum pf_ir_auto_pad {
     PF_IR_PAD_EXPLICIT = 0, PF_IR_PAD_SAME_UPPER, PF_IR_PAD_SAME_LOWER, PF_IR_PAD_VALID
@@ -359,6 +390,7 @@ typedef struct pf_ir_opt_report {
     int bn_folded;       /* BatchNormalization merged into the preceding conv */
     int act_fused;       /* activations merged into their producer */
     int removed;         /* dead or identity nodes dropped */
+    int quant_fused;     /* QDQ convs/matmuls turned into QCONV/QMATMUL */
 } pf_ir_opt_report;
 
 /* Constant folding: every node whose inputs are all constant is evaluated
@@ -372,6 +404,17 @@ pf_status pf_ir_fold_batchnorm(pf_ir_graph *g, int *n_folded);
  * HardSwish following an op that allows a fused act (see pf_ir_act), when the
  * producer's output has no other use and is not a graph output. */
 pf_status pf_ir_fuse_activations(pf_ir_graph *g, int *n_fused);
+/* The fused form of activation node n (Relu, Clip with bounds in its attr,
+ * Sigmoid, Tanh, LeakyRelu, HardSigmoid, HardSwish); false when it has none. */
+bool pf_ir_act_of(const pf_ir_graph *g, const pf_ir_node *n, pf_ir_act *act, float *a, float *b);
+/* QDQ fusion (passes_quant.c): DequantizeLinear(x_q) and DequantizeLinear(w_q
+ * const) feeding a Conv (bias constant or DequantizeLinear'd int32; then
+ * optionally an activation, a residual Add of the same shape, an activation)
+ * and optionally a QuantizeLinear become one QCONV; the same for MatMul and
+ * Gemm (alpha 1, no transposed A) as QMATMUL. Parameters must be constants
+ * (scales per tensor, weight scales also per output channel). Unfused Q/DQ
+ * nodes stay. Runs before constant folding (pf_ir_optimize does so). */
+pf_status pf_ir_fuse_quant(pf_ir_graph *g, int *n_fused);
 /* Identity/Dropout bypass, nodes whose outputs nobody uses; then compact. */
 pf_status pf_ir_remove_dead(pf_ir_graph *g, int *n_removed);
 /* All of the above to a fixed point, in a sensible order. */

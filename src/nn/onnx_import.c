@@ -416,6 +416,8 @@ static pf_status convert_node(pf_oimp *c, const pf_onnx_node *n)
     if (handled) return st;
     st = pf_oimp_convert_shape(c, n, &handled);
     if (handled) return st;
+    st = pf_oimp_convert_quant(c, n, &handled);
+    if (handled) return st;
     return pf_oimp_fail(c, n, PF_ERR_UNSUPPORTED, "operator %s (opset %lld) is not supported",
                         n->op_type, (long long)n->opset);
 }

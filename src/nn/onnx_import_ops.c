@@ -94,6 +94,18 @@ static pf_status window_attrs(pf_oimp *c, const pf_onnx_node *n, int nsp, int w,
     return auto_pad_of(c, n, ap);
 }
 
+pf_status pf_oimp_conv_attr(pf_oimp *c, const pf_onnx_node *n, int w, pf_ir_attr *a)
+{
+    memset(a, 0, sizeof *a);
+    pf_ir_conv_attr *cv = &a->conv;
+    TRY(spatial_rank(c, n, w, &cv->nsp));
+    TRY(window_attrs(c, n, cv->nsp, w, cv->kernel, cv->stride, cv->dilation, cv->pad_begin,
+                     cv->pad_end, &cv->auto_pad));
+    TRY(pf_onnx_attr_int(c->m, n, "group", 1, &cv->group));
+    if (cv->group < 1) return pf_oimp_fail(c, n, PF_ERR_FORMAT, "group %lld < 1", (long long)cv->group);
+    return PF_OK;
+}
+
 static pf_status convert_conv(pf_oimp *c, const pf_onnx_node *n, bool transpose)
 {
     int in[3];
@@ -101,13 +113,8 @@ static pf_status convert_conv(pf_oimp *c, const pf_onnx_node *n, bool transpose)
     TRY(pf_oimp_in_req(c, n, 1, &in[1]));
     TRY(pf_oimp_in(c, n, 2, &in[2]));
     pf_ir_attr a;
-    memset(&a, 0, sizeof a);
+    TRY(pf_oimp_conv_attr(c, n, in[1], &a));
     pf_ir_conv_attr *cv = &a.conv;
-    TRY(spatial_rank(c, n, in[1], &cv->nsp));
-    TRY(window_attrs(c, n, cv->nsp, in[1], cv->kernel, cv->stride, cv->dilation, cv->pad_begin,
-                     cv->pad_end, &cv->auto_pad));
-    TRY(pf_onnx_attr_int(c->m, n, "group", 1, &cv->group));
-    if (cv->group < 1) return pf_oimp_fail(c, n, PF_ERR_FORMAT, "group %lld < 1", (long long)cv->group);
     if (transpose) {
         TRY(ints_exact(c, n, "output_padding", (size_t)cv->nsp, cv->output_padding));
         const int64_t *os;

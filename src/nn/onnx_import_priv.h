@@ -71,6 +71,12 @@ bool pf_oimp_dtype(int onnx_dtype, pf_ir_dtype *out);
 pf_status pf_oimp_convert_nn(pf_oimp *c, const pf_onnx_node *n, bool *handled);
 pf_status pf_oimp_convert_elementwise(pf_oimp *c, const pf_onnx_node *n, bool *handled);
 pf_status pf_oimp_convert_shape(pf_oimp *c, const pf_onnx_node *n, bool *handled);
+/* Quantization ops (onnx_import_quant.c): QuantizeLinear, DequantizeLinear,
+ * QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger. */
+pf_status pf_oimp_convert_quant(pf_oimp *c, const pf_onnx_node *n, bool *handled);
+/* Conv's attributes (kernel, strides, dilations, pads, auto_pad, group) of n
+ * into a->conv; w = the weight's value id (for a missing kernel_shape). */
+pf_status pf_oimp_conv_attr(pf_oimp *c, const pf_onnx_node *n, int w, pf_ir_attr *a);
 /* Resize (opset 10..17) and Upsample (7..9); called by the shape family. */
 pf_status pf_oimp_convert_resize(pf_oimp *c, const pf_onnx_node *n, bool upsample);
 

@@ -147,7 +147,7 @@ static bool allows_act(pf_ir_op op)
 }
 
 /* The fused form of an activation node; false when it has none. */
-static bool act_of(const pf_ir_graph *g, const pf_ir_node *n, pf_ir_act *act, float *a, float *b)
+bool pf_ir_act_of(const pf_ir_graph *g, const pf_ir_node *n, pf_ir_act *act, float *a, float *b)
 {
     *a = 0.0f;
     *b = 0.0f;
@@ -184,7 +184,7 @@ pf_status pf_ir_fuse_activations(pf_ir_graph *g, int *n_fused)
         pf_ir_node *an = &g->nodes[k];
         pf_ir_act act;
         float a, b;
-        if (an->dead || an->n_in < 1 || an->in[0] < 0 || !act_of(g, an, &act, &a, &b)) continue;
+        if (an->dead || an->n_in < 1 || an->in[0] < 0 || !pf_ir_act_of(g, an, &act, &a, &b)) continue;
         int x = an->in[0];
         int p = sole_producer(g, x);
         if (p < 0) continue;
@@ -301,8 +301,10 @@ pf_status pf_ir_optimize(pf_ir_graph *g, pf_ir_opt_report *report)
     if (report) *report = r;
     if (!g) return pf_set_error(PF_ERR_INVALID, "pf_ir_optimize: graph is NULL");
     for (int round = 0; round < 8; round++) {
-        int f = 0, b = 0, a = 0, d = 0;
-        pf_status st = pf_ir_fold_constants(g, &f);
+        int f = 0, b = 0, a = 0, d = 0, q = 0;
+        /* Before folding: folding would turn the int8 weights' DequantizeLinear into floats. */
+        pf_status st = pf_ir_fuse_quant(g, &q);
+        if (st == PF_OK) st = pf_ir_fold_constants(g, &f);
         if (st == PF_OK) st = pf_ir_fold_batchnorm(g, &b);
         if (st == PF_OK) st = pf_ir_fuse_activations(g, &a);
         if (st == PF_OK) st = pf_ir_remove_dead(g, &d);
@@ -311,7 +313,8 @@ pf_status pf_ir_optimize(pf_ir_graph *g, pf_ir_opt_report *report)
         r.bn_folded += b;
         r.act_fused += a;
         r.removed += d;
-        if (!f && !b && !a && !d) break;
+        r.quant_fused += q;
+        if (!f && !b && !a && !d && !q) break;
     }
     if (report) *report = r;
     return pf_ir_validate(g);

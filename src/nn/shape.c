@@ -1374,6 +1374,122 @@ static pf_status check_output_sizes(const ctx *c)
     return PF_OK;
 }
 
+/* ---- Quantization ops ---------------------------------------------------
+ * The conv- and matmul-like ones reuse infer_conv/infer_matmul on a copy of
+ * the node whose inputs are moved to Conv's/MatMul's positions. */
+
+static bool is_q8(pf_ir_dtype t) { return t == PF_IR_U8 || t == PF_IR_I8; }
+
+/* A scale or zero point: per tensor (one element) or, when per_dim >= 0,
+ * also 1-D with per_dim entries. */
+static pf_status check_qparam(ctx *c, int i, int64_t per_dim, const char *what)
+{
+    const pf_ir_value *v = IN(c, i);
+    if (!known(v)) return PF_OK;
+    int64_t n = pf_ir_value_numel(v);
+    if (n == 1 && v->ndim <= 1) return PF_OK;
+    if (per_dim >= 0 && v->ndim == 1 && v->dims[0] == per_dim) return PF_OK;
+    char b[160];
+    snprintf(b, sizeof b, "%s must be a scalar%s", what,
+             per_dim >= 0 ? " or 1-D with one entry per channel" : "");
+    return bad_input(c, i, b);
+}
+
+static pf_status infer_qdq(ctx *c)
+{
+    const pf_ir_value *x = IN(c, 0), *scale = IN(c, 1), *zp = IN(c, 2);
+    bool q = c->n->op == PF_IR_QUANTIZE_LINEAR;
+    pf_ir_dtype dt = PF_IR_F32;
+    if (q) {
+        dt = zp ? zp->dtype : PF_IR_U8;
+        if (!is_q8(dt)) return bad_input(c, 2, "zero point must be uint8 or int8");
+        if (x && x->dtype != PF_IR_F32 && x->dtype != PF_IR_I32)
+            return bad_input(c, 0, "QuantizeLinear needs float32 or int32");
+    } else {
+        if (x && !is_q8(x->dtype) && x->dtype != PF_IR_I32)
+            return bad_input(c, 0, "DequantizeLinear needs uint8, int8 or int32");
+        if (zp && x && zp->dtype != x->dtype)
+            return bad_input(c, 2, "zero point dtype differs from the input's");
+    }
+    if (scale && scale->dtype != PF_IR_F32) return bad_input(c, 1, "scale must be float32");
+    if (!known(x)) return unknown_as(c, dt);
+    int64_t *axis = &c->n->attr.axis.axis;
+    int64_t per = -1;
+    bool per_axis = (known(scale) && pf_ir_value_numel(scale) != 1) ||
+                    (known(zp) && pf_ir_value_numel(zp) != 1);
+    if (per_axis) {
+        if (*axis < 0) *axis += x->ndim;
+        if (*axis < 0 || *axis >= x->ndim)
+            return node_err(c->g, c->id, PF_ERR_FORMAT, "axis %lld out of range for rank %d",
+                            (long long)*axis, x->ndim);
+        per = x->dims[*axis];
+    }
+    pf_status st = check_qparam(c, 1, per, "scale");
+    if (st == PF_OK && zp) st = check_qparam(c, 2, per, "zero point");
+    if (st != PF_OK) return st;
+    shp o = shape_of(x);
+    set_out(c, 0, dt, &o);
+    return PF_OK;
+}
+
+/* Conv rules on inputs xi (data), wi (weight), bi (bias or -1); output dt. */
+static pf_status infer_conv_at(ctx *c, int xi, int wi, int bi, pf_ir_dtype dt)
+{
+    pf_ir_node tmp = *c->n;
+    tmp.op = PF_IR_CONV;
+    tmp.n_in = 3;
+    tmp.in[0] = c->n->in[xi];
+    tmp.in[1] = c->n->in[wi];
+    tmp.in[2] = bi >= 0 && bi < c->n->n_in ? c->n->in[bi] : -1;
+    ctx t = {c->g, c->id, &tmp};
+    pf_status st = infer_conv(&t);
+    c->n->attr = tmp.attr;
+    c->g->values[c->n->out[0]].dtype = dt;
+    return st;
+}
+
+static pf_status infer_matmul_at(ctx *c, int ai, int bi, pf_ir_dtype dt)
+{
+    pf_ir_node tmp = *c->n;
+    tmp.op = PF_IR_MATMUL;
+    tmp.n_in = 2;
+    tmp.in[0] = c->n->in[ai];
+    tmp.in[1] = c->n->in[bi];
+    ctx t = {c->g, c->id, &tmp};
+    pf_status st = infer_matmul(&t);
+    c->g->values[c->n->out[0]].dtype = dt;
+    return st;
+}
+
+static pf_status infer_quant_op(ctx *c)
+{
+    const pf_ir_node *n = c->n;
+    for (int i = 0; i < n->n_in; i++) {
+        const pf_ir_value *v = IN(c, i);
+        bool data = (i == 0 || i == 3) && n->op != PF_IR_CONV_INTEGER && n->op != PF_IR_MATMUL_INTEGER;
+        if (n->op == PF_IR_CONV_INTEGER || n->op == PF_IR_MATMUL_INTEGER) data = i < 2;
+        if (v && data && !is_q8(v->dtype)) return bad_input(c, i, "must be uint8 or int8");
+    }
+    pf_ir_dtype ydt;
+    switch (n->op) {
+    case PF_IR_QLINEAR_CONV: case PF_IR_QLINEAR_MATMUL:
+        ydt = IN(c, 7)->dtype;
+        if (!is_q8(ydt)) return bad_input(c, 7, "y zero point must be uint8 or int8");
+        if (n->op == PF_IR_QLINEAR_MATMUL) return infer_matmul_at(c, 0, 3, ydt);
+        if (IN(c, 8) && IN(c, 8)->dtype != PF_IR_I32) return bad_input(c, 8, "bias must be int32");
+        return infer_conv_at(c, 0, 3, -1, ydt);
+    case PF_IR_CONV_INTEGER: return infer_conv_at(c, 0, 1, -1, PF_IR_I32);
+    case PF_IR_MATMUL_INTEGER: return infer_matmul_at(c, 0, 1, PF_IR_I32);
+    case PF_IR_QCONV: case PF_IR_QMATMUL:
+        ydt = IN(c, 7) ? (IN(c, 8) ? IN(c, 8)->dtype : PF_IR_U8) : PF_IR_F32;
+        if (IN(c, 6) && IN(c, 6)->dtype != PF_IR_F32) return bad_input(c, 6, "bias must be float32");
+        if (n->op == PF_IR_QMATMUL) return infer_matmul_at(c, 0, 3, ydt);
+        return infer_conv_at(c, 0, 3, 6, ydt);
+    default: break;
+    }
+    return node_err(c->g, c->id, PF_ERR_INTERNAL, "not a quantization op");
+}
+
 static pf_status infer_op(ctx *c);
 
 pf_status pf_ir_infer_node(pf_ir_graph *g, int node)
@@ -1448,6 +1564,10 @@ static pf_status infer_op(ctx *cp)
     case PF_IR_SOFTMAX: case PF_IR_LOG_SOFTMAX: return infer_softmax(&c);
     case PF_IR_GEMM: return infer_gemm(&c);
     case PF_IR_MATMUL: return infer_matmul(&c);
+    case PF_IR_QUANTIZE_LINEAR: case PF_IR_DEQUANTIZE_LINEAR: return infer_qdq(&c);
+    case PF_IR_QLINEAR_CONV: case PF_IR_QLINEAR_MATMUL: case PF_IR_CONV_INTEGER:
+    case PF_IR_MATMUL_INTEGER: case PF_IR_QCONV: case PF_IR_QMATMUL:
+        return infer_quant_op(&c);
     case PF_IR_OP_INVALID: case PF_IR_OP_COUNT: break;
     }
     return node_err(g, node, PF_ERR_FORMAT, "bad op %d", (int)c.n->op);

@@ -25,6 +25,16 @@ double pf_ir_node_flops(const pf_ir_graph *g, int node)
         double per = w ? numel_d(w) / (double)(w->dims[0] ? w->dims[0] : 1) : 0.0;
         return per < 0 ? 0.0 : 2.0 * out * per;
     }
+    case PF_IR_QCONV: case PF_IR_QLINEAR_CONV: case PF_IR_CONV_INTEGER: {
+        /* As CONV, the weight at its QDQ position (int8 ops count as ops). */
+        const int wi = n->op == PF_IR_CONV_INTEGER ? 1 : 3;
+        const pf_ir_value *qw = n->n_in > wi && n->in[wi] >= 0 ? &g->values[n->in[wi]] : NULL;
+        double per = qw ? numel_d(qw) / (double)(qw->dims[0] ? qw->dims[0] : 1) : 0.0;
+        return per < 0 ? 0.0 : 2.0 * out * per;
+    }
+    case PF_IR_QMATMUL: case PF_IR_QLINEAR_MATMUL: case PF_IR_MATMUL_INTEGER:
+        if (!x || x->ndim < 1) return 0.0;
+        return 2.0 * out * (double)x->dims[x->ndim - 1];
     case PF_IR_CONV_TRANSPOSE: {
         /* Each input element scatters into (M/g) * kernel outputs. */
         double xin = x ? numel_d(x) : -1.0;

@@ -62,6 +62,15 @@ static cpu_entry entry_for(pf_ir_op op)
     case PF_IR_DEPTH_TO_SPACE: case PF_IR_SPACE_TO_DEPTH: e.fn = pf_nn_cpu_depth_space; break;
     case PF_IR_SHAPE: e.fn = pf_nn_cpu_shape; break;
     case PF_IR_CONSTANT_OF_SHAPE: e.fn = pf_nn_cpu_constant_of_shape; break;
+    case PF_IR_QUANTIZE_LINEAR: e.fn = pf_nn_cpu_quantize; break;
+    case PF_IR_DEQUANTIZE_LINEAR: e.fn = pf_nn_cpu_dequantize; break;
+    case PF_IR_QLINEAR_CONV: case PF_IR_CONV_INTEGER: case PF_IR_QCONV:
+        e.fn = pf_nn_cpu_qconv;
+        e.scratch = pf_nn_cpu_qconv_scratch;
+        break;
+    case PF_IR_QLINEAR_MATMUL: case PF_IR_MATMUL_INTEGER: case PF_IR_QMATMUL:
+        e.fn = pf_nn_cpu_qmatmul;
+        break;
     default: break;
     }
     return e;

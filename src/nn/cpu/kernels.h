@@ -132,6 +132,42 @@ pf_status pf_nn_cpu_depth_space(const pf_nn_cpu_args *a);
 pf_status pf_nn_cpu_shape(const pf_nn_cpu_args *a);
 pf_status pf_nn_cpu_constant_of_shape(const pf_nn_cpu_args *a);
 
+/* ---- Quantization (quant.c, qconv.c, qgemm.c) --------------------------------
+ * The plain C reference: int32 accumulation (exact), requantization in
+ * double for the ONNX QLinear ops (as ONNX's reference does) and in float
+ * for the fused QCONV/QMATMUL (the fast paths' order: f = acc * (xs*ws) +
+ * bias, then f / ys), rounding half to even, saturating. */
+/* Element i of a U8/I8/I32 tensor as int32. */
+static inline int32_t pf_nn_q_load(const void *p, pf_ir_dtype t, size_t i)
+{
+    if (t == PF_IR_U8) return ((const uint8_t *)p)[i];
+    if (t == PF_IR_I8) return ((const int8_t *)p)[i];
+    return ((const int32_t *)p)[i];
+}
+/* round half to even of r plus zp, saturated to t (U8 or I8); NaN -> zp. */
+int32_t pf_nn_q_round_sat(double r, int32_t zp, pf_ir_dtype t);
+/* Stores v (already in range) into element i of a U8/I8 tensor. */
+static inline void pf_nn_q_store(void *p, pf_ir_dtype t, size_t i, int32_t v)
+{
+    if (t == PF_IR_U8) ((uint8_t *)p)[i] = (uint8_t)v;
+    else ((int8_t *)p)[i] = (int8_t)v;
+}
+/* Entry i of a per-tensor (numel 1) or per-channel parameter; absent (NULL) = 0. */
+double pf_nn_q_param(const pf_nn_cpu_args *a, int input, int64_t i);
+pf_status pf_nn_cpu_quantize(const pf_nn_cpu_args *a);   /* QUANTIZE_LINEAR */
+pf_status pf_nn_cpu_dequantize(const pf_nn_cpu_args *a); /* DEQUANTIZE_LINEAR */
+pf_status pf_nn_cpu_qconv(const pf_nn_cpu_args *a);      /* QLINEAR_CONV, CONV_INTEGER, QCONV */
+size_t pf_nn_cpu_qconv_scratch(const pf_ir_graph *g, const pf_ir_node *n);
+/* qgemm_x86.c: the fast path's u8 x s8 GEMM (see there); isa = PF_QG_*. */
+enum { PF_QG_SCALAR = 0, PF_QG_AVX2 = 1, PF_QG_AVXVNNI = 2, PF_QG_AVX512VNNI = 3 };
+int pf_nn_qgemm_isa(void);
+/* Tests: use at most `isa` (-1 = the best the CPU has); returns the previous setting. */
+int pf_nn_qgemm_force(int isa);
+const char *pf_nn_qgemm_isa_name(int isa);
+void pf_nn_qgemm_u8s8(int isa, const int8_t *w4, const uint8_t *x4, int64_t M, int64_t KQ,
+                      int64_t P, int32_t *acc, int64_t ldc);
+pf_status pf_nn_cpu_qmatmul(const pf_nn_cpu_args *a);    /* QLINEAR_MATMUL, MATMUL_INTEGER, QMATMUL */
+
 PF_END_DECLS
 
 #endif

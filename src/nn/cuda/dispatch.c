@@ -681,6 +681,11 @@ bool pf_nn_cuda_kernel_supports(const pf_ir_graph *g, int node, char *why, size_
     case PF_IR_SHAPE: case PF_IR_CONSTANT_OF_SHAPE:
         snprintf(why, why_size, "%s must be constant-folded before a CUDA plan", opn);
         return false;
+    case PF_IR_QUANTIZE_LINEAR: case PF_IR_DEQUANTIZE_LINEAR: case PF_IR_QLINEAR_CONV:
+    case PF_IR_QLINEAR_MATMUL: case PF_IR_CONV_INTEGER: case PF_IR_MATMUL_INTEGER:
+    case PF_IR_QCONV: case PF_IR_QMATMUL:
+        snprintf(why, why_size, "%s: integer (INT8) ops have no CUDA kernels yet (CPU only)", opn);
+        return false;
     case PF_IR_TILE:
         if (g->values[n->in[0]].ndim > PF_CU_MAXD / 2) {
             snprintf(why, why_size, "%s: rank %d above %d", opn, g->values[n->in[0]].ndim,
