@@ -31,6 +31,8 @@ int cmd_segment(int argc, char **argv);
 int cmd_faces(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_bench_ops(int argc, char **argv);
+int cmd_bench_segment(int argc, char **argv);
+int cmd_bench_reproject(int argc, char **argv);
 int cmd_queue(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 
