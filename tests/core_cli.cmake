@@ -39,3 +39,10 @@ add_test(NAME cli_bench
          COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/bench_cli.sh $<TARGET_FILE:pixflow_cli>
                  ${PROJECT_SOURCE_DIR}/node_modules/@mediapipe/selfie_segmentation/selfie_segmentation.tflite)
 set_tests_properties(cli_bench PROPERTIES LABELS cpu SKIP_RETURN_CODE 77 TIMEOUT 300)
+
+# `pixflow bench segment|reproject` (issue 18): the jobs measured through the
+# job API on the sample clip and images: JSON keys, cold/warm start, plots, bad input.
+add_test(NAME cli_bench_jobs
+         COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_bench_jobs.sh $<TARGET_FILE:pixflow_cli>
+                 ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli_bench_jobs PROPERTIES LABELS cpu SKIP_RETURN_CODE 77 TIMEOUT 300)

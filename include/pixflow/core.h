@@ -1,4 +1,4 @@
-/* pixflow/core.h - status codes, error messages, logging, clocks.
+/* pixflow/core.h - status codes, error messages, logging, clocks, a JSON writer.
  *
  * Every pixflow function that can fail returns a pf_status. Zero is success,
  * negative values are errors, positive values are flow signals (try again,
@@ -20,9 +20,11 @@
 #ifndef PIXFLOW_CORE_H
 #define PIXFLOW_CORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdarg.h>
+#include <stdio.h>
 
 #include "export.h"
 #include "version.h"
@@ -113,6 +115,75 @@ PF_API int64_t pf_time_ns(void);
 
 /* Number of online CPU cores (at least 1). */
 PF_API int pf_cpu_count(void);
+
+/* JSON writer ----------------------------------------------------------------
+ *
+ * One streaming JSON writer for everything pixflow writes as JSON (the CLI's
+ * --json reports, trace files, queue entries):
+ *
+ *   pf_json_writer *w = NULL;
+ *   pf_json_writer_params p = pf_json_writer_params_default();
+ *   p.file = stdout;
+ *   if (pf_json_writer_create(&p, &w) == PF_OK) {
+ *       pf_json_writer_object_begin(w, NULL);
+ *       pf_json_writer_double(w, "fps", 2010.5);
+ *       pf_json_writer_object_end(w);
+ *       pf_json_writer_finish(w);   // newline (pretty), flush; the status of it all
+ *   }
+ *   pf_json_writer_destroy(&w);
+ *
+ * Inside an object every value call takes its key; inside an array and for a
+ * top-level value the key must be NULL. Strings are escaped per RFC 8259
+ * (quote, backslash, control characters and DEL); bytes that are not valid
+ * UTF-8 become \ufffd, so the output always parses. Non-finite doubles are
+ * written as null. Value calls return nothing: the first failure (a write
+ * error, out of memory, nesting deeper than PF_JSON_WRITER_MAX_DEPTH, an
+ * end without a begin) is kept and reported by pf_json_writer_finish().
+ * One writer per thread at a time (no locking). */
+
+#define PF_JSON_WRITER_MAX_DEPTH 64
+
+typedef struct pf_json_writer pf_json_writer;
+
+typedef struct pf_json_writer_params {
+    FILE *file;        /* the sink (not closed); NULL: memory (pf_json_writer_data) */
+    bool compact;      /* no whitespace; default false: two-space indented lines */
+    int double_digits; /* significant digits of doubles (%.Ng), 1..17; 0 (default):
+                          the shortest text that reads back as the same double */
+} pf_json_writer_params;
+
+PF_API pf_json_writer_params pf_json_writer_params_default(void);
+/* PF_ERR_INVALID (double_digits out of range), PF_ERR_NOMEM. */
+PF_API pf_status pf_json_writer_create(const pf_json_writer_params *p, pf_json_writer **out);
+/* Flushes what is buffered to the file (without the final newline), frees;
+ * sets *w = NULL; accepts NULL. */
+PF_API void pf_json_writer_destroy(pf_json_writer **w);
+
+PF_API void pf_json_writer_object_begin(pf_json_writer *w, const char *key);
+PF_API void pf_json_writer_object_end(pf_json_writer *w);
+PF_API void pf_json_writer_array_begin(pf_json_writer *w, const char *key);
+PF_API void pf_json_writer_array_end(pf_json_writer *w);
+/* value NULL writes null. */
+PF_API void pf_json_writer_string(pf_json_writer *w, const char *key, const char *value);
+PF_API void pf_json_writer_int(pf_json_writer *w, const char *key, long long value);
+PF_API void pf_json_writer_uint(pf_json_writer *w, const char *key, unsigned long long value);
+PF_API void pf_json_writer_double(pf_json_writer *w, const char *key, double value);
+PF_API void pf_json_writer_bool(pf_json_writer *w, const char *key, bool value);
+PF_API void pf_json_writer_null(pf_json_writer *w, const char *key);
+
+/* Ends the document: a newline (pretty writers only) and a flush of a file
+ * sink. PF_OK, or the first failure: PF_ERR_IO (naming the errno),
+ * PF_ERR_NOMEM, PF_ERR_INVALID (unbalanced or too deep nesting). */
+PF_API pf_status pf_json_writer_finish(pf_json_writer *w);
+
+/* A memory writer's text so far (NUL-terminated, owned by the writer, valid
+ * until its next call), its length in *len when len is not NULL; "" for a
+ * file writer; NULL after an allocation failed. */
+PF_API const char *pf_json_writer_data(const pf_json_writer *w, size_t *len);
+
+/* Writes `s` as one JSON string literal, quotes included, to `f` (the same
+ * escaping as the writer). */
+PF_API void pf_json_write_string(FILE *f, const char *s);
 
 PF_END_DECLS
 

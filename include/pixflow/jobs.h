@@ -77,6 +77,28 @@ typedef struct pf_job pf_job;
  * call only. */
 typedef void (*pf_job_message_fn)(void *user, pf_log_level level, const char *msg);
 
+/* One finished frame (segment: composited and written; reproject: an input
+ * image or video frame all of whose views were written), for benchmarks
+ * (`pixflow bench segment|reproject`). Times are pf_time_ns(). */
+typedef struct pf_job_frame {
+    int32_t source;          /* segment: the input stream (0 with one input); reproject: 0 */
+    int64_t seq;             /* the frame's index within its source */
+    int64_t t_start_ns;      /* when it was read (the pipeline's source timestamp) */
+    int64_t t_done_ns;       /* when it was complete */
+} pf_job_frame;
+/* Called once per finished frame, from the thread that finished it (several
+ * at once for reproject's writers: must be thread-safe and quick, it runs
+ * inside the job's pipeline). `f` is valid for the call only. */
+typedef void (*pf_job_frame_fn)(void *user, const pf_job_frame *f);
+
+/* A stage of a job's pipeline and how busy it was (pf_job_result.stages). */
+typedef struct pf_job_stage {
+    const char *name;
+    double busy;             /* busy fraction 0..1: time working / (running time x threads) */
+    double items_per_s;
+    uint64_t items;
+} pf_job_stage;
+
 typedef enum pf_job_kind { PF_JOB_SEGMENT = 0, PF_JOB_REPROJECT = 1 } pf_job_kind;
 
 typedef enum pf_job_status {
@@ -182,6 +204,8 @@ typedef struct pf_job_result {
     const pf_job_stream *streams;
     int streams_failed;      /* streams that left the run */
     pf_reproject_result reproject;
+    int num_stages;          /* segment: the pipeline's stages in order */
+    const pf_job_stage *stages;
 } pf_job_result;
 
 /* Waits up to timeout_us (< 0: forever) for the job to end. PF_TIMEOUT
@@ -259,7 +283,8 @@ typedef struct pf_segment_params {
     bool no_overwrite;       /* an existing output is an error (also when
                                 pf_output_default_flags() has PF_OUTPUT_NO_OVERWRITE) */
     pf_job_message_fn on_message; /* NULL = pf_log */
-    void *user;              /* for on_message */
+    void *user;              /* for on_message and on_frame */
+    pf_job_frame_fn on_frame;/* NULL = none; see pf_job_frame */
 } pf_segment_params;
 
 PF_API pf_segment_params pf_segment_params_default(void);
@@ -343,7 +368,8 @@ typedef struct pf_reproject_params {
     int inflight;            /* frames on the GPU at once; 0 = auto (3) */
     bool no_overwrite;       /* as pf_segment_params.no_overwrite */
     pf_job_message_fn on_message; /* NULL = pf_log */
-    void *user;
+    void *user;              /* for on_message and on_frame */
+    pf_job_frame_fn on_frame;/* NULL = none; see pf_job_frame */
 } pf_reproject_params;
 
 PF_API pf_reproject_params pf_reproject_params_default(void);

@@ -15,7 +15,17 @@
 typedef struct jobs_sink {
     pf_job_message_fn fn;
     void *user;
+    pf_job_frame_fn on_frame; /* NULL = none (the params' on_frame) */
 } jobs_sink;
+
+/* Hands a finished frame to the sink's on_frame, if any. */
+static inline void jobs_frame_done(const jobs_sink *s, int32_t source, int64_t seq,
+                                   int64_t t_start_ns)
+{
+    if (!s || !s->on_frame) return;
+    pf_job_frame f = {source, seq, t_start_ns, pf_time_ns()};
+    s->on_frame(s->user, &f);
+}
 
 /* Formats one line and hands it to the sink. Thread-safe when the sink is. */
 void jobs_say(const jobs_sink *s, pf_log_level level, const char *fmt, ...) PF_PRINTF(3, 4);

@@ -305,7 +305,7 @@ pf_status pf_reproject_start(const pf_reproject_params *p, pf_job **out)
         free(t);
         return st;
     }
-    t->sink = (jobs_sink){p->on_message, p->user};
+    t->sink = (jobs_sink){p->on_message, p->user, p->on_frame};
     t->cfg.sink = &t->sink;
     t->out_dir = strdup(p->output_dir);
     t->trace = p->trace ? strdup(p->trace) : NULL;

@@ -67,6 +67,7 @@ static void job_finish(rp_run *r, rp_job *j)
     } else {
         pf_histogram_record(r->latency, pf_time_ns() - j->t_start);
         atomic_fetch_add(&r->images_done, 1);
+        jobs_frame_done(r->cfg->sink, 0, (int64_t)j->seq, j->t_start);
     }
     pf_frame_unref(&j->src);
     pf_buffer_unref(&j->ring_token);

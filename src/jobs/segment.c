@@ -45,6 +45,8 @@ typedef struct seg_task {
     char devices[256];         /* several GPUs: "cuda:0,cuda:1" */
     pf_job_stream *streams;    /* the result's */
     jobs_warmup *warm;         /* the engine warm-up while inputs are probed (warmup.c) */
+    pf_job_stage *stages;      /* the result's, names in stage_names */
+    char (*stage_names)[64];
 } seg_task;
 
 pf_segment_params pf_segment_params_default(void)
@@ -476,6 +478,18 @@ static void gather(seg_task *t, double elapsed_s, pf_job_result *r)
             t->streams[i].latency_p50_ms = ps.streams[k].e2e_p50_us / 1000.0;
             t->streams[i].latency_p99_ms = ps.streams[k].e2e_p99_us / 1000.0;
         }
+        if (ps.num_stages > 0 && !t->stages) {
+            t->stages = calloc((size_t)ps.num_stages, sizeof *t->stages);
+            t->stage_names = calloc((size_t)ps.num_stages, sizeof *t->stage_names);
+        }
+        for (int k = 0; t->stages && t->stage_names && k < ps.num_stages; k++) {
+            const pf_stage_stats *ss = &ps.stages[k];
+            snprintf(t->stage_names[k], sizeof t->stage_names[k], "%s", ss->name ? ss->name : "");
+            t->stages[k] = (pf_job_stage){t->stage_names[k], ss->busy_fraction, ss->fps,
+                                          ss->items_in};
+            r->stages = t->stages;
+            r->num_stages = k + 1;
+        }
         if (ps.bottleneck >= 0 && ps.bottleneck < ps.num_stages) {
             snprintf(t->busiest, sizeof t->busiest, "%s", ps.stages[ps.bottleneck].name);
             r->busiest_stage = t->busiest;
@@ -551,6 +565,8 @@ static void task_free(seg_task *t)
     for (size_t i = 0; i < sizeof t->strings / sizeof t->strings[0]; i++) free(t->strings[i]);
     free(t->trace);
     free(t->streams);
+    free(t->stages);
+    free(t->stage_names);
     free(t);
 }
 
@@ -625,7 +641,7 @@ pf_status pf_segment_start(const pf_segment_params *p, pf_job **out)
     seg_task *t = calloc(1, sizeof *t);
     if (!t) return pf_set_error(PF_ERR_NOMEM, "pf_segment_start: out of memory");
     seg_job *job = &t->job;
-    t->sink = (jobs_sink){p->on_message, p->user};
+    t->sink = (jobs_sink){p->on_message, p->user, p->on_frame};
     job->sink = &t->sink;
     pthread_mutex_init(&job->gate_mu, NULL);
     pthread_cond_init(&job->gate_cv, NULL);

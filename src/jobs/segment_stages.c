@@ -493,6 +493,7 @@ static pf_status sink_process(void *user, pf_stage_ctx *ctx, pf_item *items, int
                 long long zero = 0;
                 atomic_compare_exchange_strong(&job->first_out_ns, &zero, (long long)pf_time_ns());
             }
+            jobs_frame_done(job->sink, it->source, it->seq, it->t_source_ns);
         }
     }
     for (int i = 0; i < n; i++) pf_item_unref(&items[i]);

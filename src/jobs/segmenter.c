@@ -84,7 +84,7 @@ pf_status pf_segmenter_create(const pf_segmenter_params *p, pf_segmenter **out)
         free(sink);
         return pf_set_error(PF_ERR_NOMEM, "pf_segmenter_create: out of memory");
     }
-    *sink = (jobs_sink){keep_message, s->msg};
+    *sink = (jobs_sink){keep_message, s->msg, NULL};
     s->job.sink = sink;
     s->job.alpha = p->alpha;
     s->smooth = p->smooth;

@@ -12,23 +12,20 @@
  *   form (bind_id on the slice itself), which binds to exactly that slice,
  *   unlike v1 "s"/"f" events that bind by timestamp to an enclosing or next
  *   slice. chrome://tracing reads the same fields.
- * - Output goes through a 64 KiB buffer with hand-written number
- *   formatting (a trace has millions of numbers; printf would dominate) to a
- *   pf_output (a temporary beside path, renamed over it when complete): readers
- *   see the previous complete trace or the new one, never half a file.
- * - Strings are escaped for JSON and validated as UTF-8 (invalid bytes
- *   become U+FFFD); DEL is escaped too because Perfetto's tokenizer rejects
- *   raw control characters. No event holds an array: Perfetto's tokenizer
- *   refuses arrays inside event dictionaries.
+ * - Output goes through the library's JSON writer (core/json.h: buffered,
+ *   integers without printf, strings escaped and validated as UTF-8) in its
+ *   compact style, one event per line, to a pf_output (a temporary beside
+ *   path, renamed over it when complete): readers see the previous complete
+ *   trace or the new one, never half a file. No event holds an array:
+ *   Perfetto's tokenizer refuses arrays inside event dictionaries.
  */
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "core/json.h"
 #include "pixflow/io.h"
 #include "prof/trace_impl.h"
 
@@ -37,178 +34,6 @@
 #define TID_BASE 100 /* track id -> tid; keeps tids clear of the pids (counters use tid = pid) */
 
 enum { FLOW_OUT = 1, FLOW_IN = 2 };
-
-typedef struct out {
-    FILE *f;
-    size_t len;
-    bool err;
-    char buf[1 << 16];
-} out;
-
-static void out_flush(out *o)
-{
-    if (o->len && fwrite(o->buf, 1, o->len, o->f) != o->len) o->err = true;
-    o->len = 0;
-}
-
-/* Makes room for n bytes (n <= sizeof buf). */
-static inline char *out_room(out *o, size_t n)
-{
-    if (o->len + n > sizeof o->buf) out_flush(o);
-    return o->buf + o->len;
-}
-
-static void out_mem(out *o, const char *s, size_t n)
-{
-    if (n > sizeof o->buf / 2) {
-        out_flush(o);
-        if (fwrite(s, 1, n, o->f) != n) o->err = true;
-        return;
-    }
-    memcpy(out_room(o, n), s, n);
-    o->len += n;
-}
-
-#define OUT_LIT(o, lit) out_mem((o), "" lit, sizeof(lit) - 1)
-
-static inline void out_char(out *o, char c)
-{
-    *out_room(o, 1) = c;
-    o->len++;
-}
-
-static void out_u64(out *o, uint64_t v)
-{
-    /* Two digits per division: numbers are most of a trace's bytes. */
-    static const char pairs[] =
-        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-        "8081828384858687888990919293949596979899";
-    char tmp[24];
-    int n = 24;
-    while (v >= 100) {
-        unsigned r = (unsigned)(v % 100);
-        v /= 100;
-        tmp[--n] = pairs[2 * r + 1];
-        tmp[--n] = pairs[2 * r];
-    }
-    if (v >= 10) {
-        tmp[--n] = pairs[2 * v + 1];
-        tmp[--n] = pairs[2 * v];
-    } else {
-        tmp[--n] = (char)('0' + v);
-    }
-    size_t len = (size_t)(24 - n);
-    memcpy(out_room(o, len), tmp + n, len);
-    o->len += len;
-}
-
-static void out_hex(out *o, uint64_t v)
-{
-    static const char hex[] = "0123456789abcdef";
-    char tmp[16];
-    int n = 0;
-    do {
-        tmp[n++] = hex[v & 15];
-        v >>= 4;
-    } while (v);
-    char *d = out_room(o, (size_t)n);
-    for (int i = 0; i < n; i++) d[i] = tmp[n - 1 - i];
-    o->len += (size_t)n;
-}
-
-static void out_i64(out *o, int64_t v)
-{
-    if (v < 0) {
-        out_char(o, '-');
-        out_u64(o, (uint64_t)0 - (uint64_t)v);
-    } else {
-        out_u64(o, (uint64_t)v);
-    }
-}
-
-/* ns as microseconds with exactly three decimals: 12345 -> "12.345". */
-static void out_us(out *o, int64_t ns)
-{
-    uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-    if (ns < 0) out_char(o, '-');
-    out_u64(o, a / 1000);
-    unsigned f = (unsigned)(a % 1000);
-    char *d = out_room(o, 4);
-    d[0] = '.';
-    d[1] = (char)('0' + f / 100);
-    d[2] = (char)('0' + f / 10 % 10);
-    d[3] = (char)('0' + f % 10);
-    o->len += 4;
-}
-
-/* The shortest of %.15g / %.17g that reads back as the same double. Only
- * finite values reach here (counters reject the others). */
-static void out_double(out *o, double v)
-{
-    char tmp[40];
-    int n = snprintf(tmp, sizeof tmp, "%.15g", v);
-    if (strtod(tmp, NULL) != v) n = snprintf(tmp, sizeof tmp, "%.17g", v);
-    out_mem(o, tmp, (size_t)n);
-}
-
-/* Length of a valid UTF-8 sequence at s (1..4), or 0 if invalid. */
-static int utf8_len(const unsigned char *s)
-{
-    unsigned c = s[0];
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) return (s[1] & 0xC0) == 0x80 ? 2 : 0;
-    if (c >= 0xE0 && c <= 0xEF) {
-        unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-        if (s[1] < lo || s[1] > hi) return 0;
-        return (s[2] & 0xC0) == 0x80 ? 3 : 0;
-    }
-    if (c >= 0xF0 && c <= 0xF4) {
-        unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-        if (s[1] < lo || s[1] > hi) return 0;
-        return (s[2] & 0xC0) == 0x80 && (s[3] & 0xC0) == 0x80 ? 4 : 0;
-    }
-    return 0;
-}
-
-/* A JSON string with its quotes. (The checks above stop at a NUL, which is
- * never a continuation byte, so they never read past the terminator.) */
-static void out_str(out *o, const char *str)
-{
-    static const char hex[] = "0123456789abcdef";
-    const unsigned char *s = (const unsigned char *)str;
-    out_char(o, '"');
-    while (*s) {
-        unsigned c = *s;
-        if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
-            out_char(o, (char)c);
-            s++;
-        } else if (c == '"' || c == '\\') {
-            char *d = out_room(o, 2);
-            d[0] = '\\';
-            d[1] = (char)c;
-            o->len += 2;
-            s++;
-        } else if (c < 0x80) { /* control characters and DEL */
-            char *d = out_room(o, 6);
-            memcpy(d, "\\u00", 4);
-            d[4] = hex[c >> 4];
-            d[5] = hex[c & 15];
-            o->len += 6;
-            s++;
-        } else {
-            int n = utf8_len(s);
-            if (n) {
-                out_mem(o, (const char *)s, (size_t)n);
-                s += n;
-            } else {
-                OUT_LIT(o, "\\ufffd");
-                s++;
-            }
-        }
-    }
-    out_char(o, '"');
-}
 
 /* Flows ------------------------------------------------------------------------- */
 
@@ -351,113 +176,122 @@ done:
 
 /* Events ------------------------------------------------------------------------ */
 
-static void out_sep(out *o, bool *first)
+typedef pf_json_writer jw;
+
+static void out_sep(jw *w, bool *first)
 {
     if (*first) *first = false;
-    else OUT_LIT(o, ",\n");
+    else PF_JSON_TEXT(w, ",\n");
 }
 
-static void out_meta(out *o, bool *first, const char *what, int pid, int tid, const char *name,
+/* A metadata event up to its open "args" object: {"ph":"M","name":"WHATSUFFIX",...,"args":{ */
+static void meta_begin(jw *w, const char *what, const char *suffix, int pid, int tid)
+{
+    char key[64];
+    snprintf(key, sizeof key, "%s%s", what, suffix);
+    pf_json_writer_object_begin(w, NULL);
+    pf_json_writer_string(w, "ph", "M");
+    pf_json_writer_string(w, "name", key);
+    pf_json_writer_int(w, "pid", pid);
+    if (tid >= 0) pf_json_writer_int(w, "tid", tid);
+    pf_json_writer_object_begin(w, "args");
+}
+
+static void out_meta(jw *w, bool *first, const char *what, int pid, int tid, const char *name,
                      int sort_index)
 {
-    out_sep(o, first);
-    OUT_LIT(o, "{\"ph\":\"M\",\"name\":\"");
-    out_mem(o, what, strlen(what));
-    OUT_LIT(o, "_name\",\"pid\":");
-    out_i64(o, pid);
-    if (tid >= 0) {
-        OUT_LIT(o, ",\"tid\":");
-        out_i64(o, tid);
-    }
-    OUT_LIT(o, ",\"args\":{\"name\":");
-    out_str(o, name);
-    OUT_LIT(o, "}},\n{\"ph\":\"M\",\"name\":\"");
-    out_mem(o, what, strlen(what));
-    OUT_LIT(o, "_sort_index\",\"pid\":");
-    out_i64(o, pid);
-    if (tid >= 0) {
-        OUT_LIT(o, ",\"tid\":");
-        out_i64(o, tid);
-    }
-    OUT_LIT(o, ",\"args\":{\"sort_index\":");
-    out_i64(o, sort_index);
-    OUT_LIT(o, "}}");
+    out_sep(w, first);
+    meta_begin(w, what, "_name", pid, tid);
+    pf_json_writer_string(w, "name", name);
+    pf_json_writer_object_end(w);
+    pf_json_writer_object_end(w);
+    PF_JSON_TEXT(w, ",\n");
+    meta_begin(w, what, "_sort_index", pid, tid);
+    pf_json_writer_int(w, "sort_index", sort_index);
+    pf_json_writer_object_end(w);
+    pf_json_writer_object_end(w);
 }
 
-static void out_event(pf_tracer *t, out *o, const pf_trace_slot *s, uint8_t role)
+/* "0x" and v in lowercase hex without leading zeros. */
+static const char *hex_id(char buf[20], uint64_t v)
+{
+    static const char hex[] = "0123456789abcdef";
+    char tmp[16];
+    int n = 0;
+    do {
+        tmp[n++] = hex[v & 15];
+        v >>= 4;
+    } while (v);
+    buf[0] = '0';
+    buf[1] = 'x';
+    for (int i = 0; i < n; i++) buf[2 + i] = tmp[n - 1 - i];
+    buf[2 + n] = '\0';
+    return buf;
+}
+
+static void out_event(pf_tracer *t, jw *w, const pf_trace_slot *s, uint8_t role)
 {
     switch (s->kind) {
     case PF_EV_SPAN:
     case PF_EV_GPU_SPAN: {
         bool gpu_track = t->tracks[s->track].gpu;
-        OUT_LIT(o, "{\"ph\":\"X\",\"ts\":");
-        out_us(o, s->t0 - t->origin_ns);
-        OUT_LIT(o, ",\"dur\":");
-        out_us(o, s->t1 - s->t0);
-        OUT_LIT(o, ",\"pid\":");
-        out_i64(o, gpu_track ? GPU_PID : CPU_PID);
-        OUT_LIT(o, ",\"tid\":");
-        out_i64(o, TID_BASE + s->track);
-        OUT_LIT(o, ",\"name\":");
-        out_str(o, s->name);
+        pf_json_writer_object_begin(w, NULL);
+        pf_json_writer_string(w, "ph", "X");
+        pf_json_writer_decimal(w, "ts", s->t0 - t->origin_ns, 3); /* ns -> us */
+        pf_json_writer_decimal(w, "dur", s->t1 - s->t0, 3);
+        pf_json_writer_int(w, "pid", gpu_track ? GPU_PID : CPU_PID);
+        pf_json_writer_int(w, "tid", TID_BASE + s->track);
+        pf_json_writer_string(w, "name", s->name);
         if (s->source >= 0 || s->u.seq >= 0) {
-            OUT_LIT(o, ",\"args\":{");
-            if (s->source >= 0) {
-                OUT_LIT(o, "\"source\":");
-                out_i64(o, s->source);
-                if (s->u.seq >= 0) out_char(o, ',');
-            }
-            if (s->u.seq >= 0) {
-                OUT_LIT(o, "\"seq\":");
-                out_i64(o, s->u.seq);
-            }
-            out_char(o, '}');
+            pf_json_writer_object_begin(w, "args");
+            if (s->source >= 0) pf_json_writer_int(w, "source", s->source);
+            if (s->u.seq >= 0) pf_json_writer_int(w, "seq", s->u.seq);
+            pf_json_writer_object_end(w);
         }
         if (role) {
-            OUT_LIT(o, ",\"bind_id\":\"0x");
-            out_hex(o, flow_id(s->source, s->u.seq));
-            out_char(o, '"');
-            if (role & FLOW_IN) OUT_LIT(o, ",\"flow_in\":true");
-            if (role & FLOW_OUT) OUT_LIT(o, ",\"flow_out\":true");
+            char id[20];
+            pf_json_writer_string(w, "bind_id", hex_id(id, flow_id(s->source, s->u.seq)));
+            if (role & FLOW_IN) pf_json_writer_bool(w, "flow_in", true);
+            if (role & FLOW_OUT) pf_json_writer_bool(w, "flow_out", true);
         }
-        out_char(o, '}');
+        pf_json_writer_object_end(w);
         break;
     }
     case PF_EV_COUNTER:
-        OUT_LIT(o, "{\"ph\":\"C\",\"ts\":");
-        out_us(o, s->t0 - t->origin_ns);
-        OUT_LIT(o, ",\"pid\":");
-        out_i64(o, s->track);
-        OUT_LIT(o, ",\"tid\":");
-        out_i64(o, s->track);
-        OUT_LIT(o, ",\"name\":");
-        out_str(o, s->name);
-        OUT_LIT(o, ",\"args\":{\"value\":");
-        out_double(o, s->u.value);
-        OUT_LIT(o, "}}");
+        pf_json_writer_object_begin(w, NULL);
+        pf_json_writer_string(w, "ph", "C");
+        pf_json_writer_decimal(w, "ts", s->t0 - t->origin_ns, 3);
+        pf_json_writer_int(w, "pid", s->track);
+        pf_json_writer_int(w, "tid", s->track);
+        pf_json_writer_string(w, "name", s->name);
+        pf_json_writer_object_begin(w, "args");
+        pf_json_writer_double(w, "value", s->u.value); /* finite: counters reject the others */
+        pf_json_writer_object_end(w);
+        pf_json_writer_object_end(w);
         break;
     case PF_EV_INSTANT:
-        OUT_LIT(o, "{\"ph\":\"i\",\"ts\":");
-        out_us(o, s->t0 - t->origin_ns);
-        OUT_LIT(o, ",\"pid\":");
-        out_i64(o, t->tracks[s->track].gpu ? GPU_PID : CPU_PID);
-        OUT_LIT(o, ",\"tid\":");
-        out_i64(o, TID_BASE + s->track);
-        OUT_LIT(o, ",\"s\":\"t\",\"name\":");
-        out_str(o, s->name);
-        out_char(o, '}');
+        pf_json_writer_object_begin(w, NULL);
+        pf_json_writer_string(w, "ph", "i");
+        pf_json_writer_decimal(w, "ts", s->t0 - t->origin_ns, 3);
+        pf_json_writer_int(w, "pid", t->tracks[s->track].gpu ? GPU_PID : CPU_PID);
+        pf_json_writer_int(w, "tid", TID_BASE + s->track);
+        pf_json_writer_string(w, "s", "t");
+        pf_json_writer_string(w, "name", s->name);
+        pf_json_writer_object_end(w);
         break;
     default:
         break;
     }
 }
 
-static void out_meta_u64(out *o, const char *key, uint64_t v)
+/* The metadata block is indented by hand: one key per line, as before the
+ * writer existed (people read it with less). */
+static void out_meta_u64(jw *w, const char *key, uint64_t v)
 {
-    OUT_LIT(o, ",\n  ");
-    out_str(o, key);
-    out_char(o, ':');
-    out_u64(o, v);
+    PF_JSON_TEXT(w, ",\n  ");
+    pf_json_writer_string(w, NULL, key);
+    PF_JSON_TEXT(w, ":");
+    pf_json_writer_uint(w, NULL, v);
 }
 
 bool pf_trace_writes_in_place(const char *path)
@@ -474,11 +308,9 @@ pf_status pf_trace_write(pf_tracer *t)
      * on which slots are in, even if more become ready meanwhile. */
     uint8_t *ready = malloc(n ? n : 1);
     uint8_t *roles = calloc(n ? n : 1, 1);
-    out *o = malloc(sizeof *o);
-    if (!ready || !roles || !o) {
+    if (!ready || !roles) {
         free(ready);
         free(roles);
-        free(o);
         return pf_set_error(PF_ERR_NOMEM, "pf_tracer_flush: out of host memory for %llu events",
                             (unsigned long long)n);
     }
@@ -511,7 +343,6 @@ pf_status pf_trace_write(pf_tracer *t)
     if (flows < 0) {
         free(ready);
         free(roles);
-        free(o);
         return pf_set_error(PF_ERR_NOMEM, "pf_tracer_flush: out of host memory linking flows");
     }
 
@@ -519,13 +350,9 @@ pf_status pf_trace_write(pf_tracer *t)
      * that is not a plain file (/dev/stdout, a FIFO, a device) in place. */
     pf_output *dst = NULL;
     pf_status ost = pf_output_open(t->path, 0, &dst);
-    o->f = dst ? pf_output_file(dst) : NULL;
-    o->len = 0;
-    o->err = false;
     if (ost != PF_OK) {
         free(ready);
         free(roles);
-        free(o);
         return pf_error_prefix(PF_ERR_IO, "pf_tracer_flush");
     }
 
@@ -533,67 +360,67 @@ pf_status pf_trace_write(pf_tracer *t)
     bool any_gpu = t->gpu_is_cuda;
     for (int i = 0; i < ntracks; i++) any_gpu |= t->tracks[i].gpu;
 
+    pf_json_writer wr;
+    jw *w = &wr;
+    pf_json_writer_init(w, pf_output_file(dst), NULL, true, 0);
     bool first = true;
-    OUT_LIT(o, "{\"traceEvents\":[\n");
-    out_meta(o, &first, "process", CPU_PID, -1, t->process_name, CPU_PID);
+    PF_JSON_TEXT(w, "{\"traceEvents\":[\n");
+    out_meta(w, &first, "process", CPU_PID, -1, t->process_name, CPU_PID);
     if (any_gpu) {
         char gname[300];
         snprintf(gname, sizeof gname, "%s GPU%s%s%s", t->process_name, t->gpu ? " (" : "",
                  t->gpu ? pf_device_spec(t->gpu) : "", t->gpu ? ")" : "");
-        out_meta(o, &first, "process", GPU_PID, -1, gname, GPU_PID);
+        out_meta(w, &first, "process", GPU_PID, -1, gname, GPU_PID);
     }
     for (int i = 0; i < ntracks; i++)
-        out_meta(o, &first, "thread", t->tracks[i].gpu ? GPU_PID : CPU_PID, TID_BASE + i,
+        out_meta(w, &first, "thread", t->tracks[i].gpu ? GPU_PID : CPU_PID, TID_BASE + i,
                  t->tracks[i].name, i);
 
     uint64_t written = 0;
     for (uint64_t i = 0; i < n; i++) {
         const pf_trace_slot *s = &t->slots[i];
         if (!ready[i] || (s->kind == PF_EV_GPU_SPAN && s->gpu_state != PF_GPU_RESOLVED)) continue;
-        out_sep(o, &first);
-        out_event(t, o, s, roles[i]);
+        out_sep(w, &first);
+        out_event(t, w, s, roles[i]);
         written++;
     }
 
     char producer[128];
     snprintf(producer, sizeof producer, "pixflow %s", pf_version_string());
-    OUT_LIT(o, "\n],\n\"displayTimeUnit\":\"ms\",\n\"metadata\":{\n  \"producer\":");
-    out_str(o, producer);
-    OUT_LIT(o, ",\n  \"clock\":\"pf_time_ns (CLOCK_MONOTONIC), ts in us from ts_origin_ns\"");
-    OUT_LIT(o, ",\n  \"ts_origin_ns\":");
-    out_i64(o, t->origin_ns);
-    out_meta_u64(o, "max_events", t->max_events);
-    out_meta_u64(o, "recorded_events", n);
-    out_meta_u64(o, "written_events", written);
-    out_meta_u64(o, "dropped_events", atomic_load(&t->dropped));
-    out_meta_u64(o, "rejected_events", atomic_load(&t->rejected));
-    out_meta_u64(o, "incomplete_events", incomplete);
-    out_meta_u64(o, "gpu_spans_failed", atomic_load(&t->gpu_failed));
-    out_meta_u64(o, "gpu_spans_pending", atomic_load(&t->gpu_pending));
-    out_meta_u64(o, "flows", (uint64_t)flows);
-    out_meta_u64(o, "tracks", (uint64_t)ntracks);
-    OUT_LIT(o, ",\n  \"gpu_device\":");
-    if (t->gpu) out_str(o, pf_device_spec(t->gpu));
-    else OUT_LIT(o, "null");
+    PF_JSON_TEXT(w, "\n],\n\"displayTimeUnit\":\"ms\",\n\"metadata\":{\n  \"producer\":");
+    pf_json_writer_string(w, NULL, producer);
+    PF_JSON_TEXT(w, ",\n  \"clock\":\"pf_time_ns (CLOCK_MONOTONIC), ts in us from ts_origin_ns\"");
+    PF_JSON_TEXT(w, ",\n  \"ts_origin_ns\":");
+    pf_json_writer_int(w, NULL, t->origin_ns);
+    out_meta_u64(w, "max_events", t->max_events);
+    out_meta_u64(w, "recorded_events", n);
+    out_meta_u64(w, "written_events", written);
+    out_meta_u64(w, "dropped_events", atomic_load(&t->dropped));
+    out_meta_u64(w, "rejected_events", atomic_load(&t->rejected));
+    out_meta_u64(w, "incomplete_events", incomplete);
+    out_meta_u64(w, "gpu_spans_failed", atomic_load(&t->gpu_failed));
+    out_meta_u64(w, "gpu_spans_pending", atomic_load(&t->gpu_pending));
+    out_meta_u64(w, "flows", (uint64_t)flows);
+    out_meta_u64(w, "tracks", (uint64_t)ntracks);
+    PF_JSON_TEXT(w, ",\n  \"gpu_device\":");
+    pf_json_writer_string(w, NULL, t->gpu ? pf_device_spec(t->gpu) : NULL);
     if (t->gpu_is_cuda) {
         int nc = atomic_load_explicit(&t->calib_count, memory_order_acquire);
         int64_t worst = 0;
         for (int i = 0; i < nc; i++)
             if (t->calib[i].window_ns > worst) worst = t->calib[i].window_ns;
-        out_meta_u64(o, "gpu_calibrations", (uint64_t)nc);
-        out_meta_u64(o, "gpu_calibration_window_ns", (uint64_t)worst);
+        out_meta_u64(w, "gpu_calibrations", (uint64_t)nc);
+        out_meta_u64(w, "gpu_calibration_window_ns", (uint64_t)worst);
     }
-    OUT_LIT(o, "\n}}\n");
-    out_flush(o);
+    PF_JSON_TEXT(w, "\n}}\n");
+    pf_status wst = pf_json_writer_finish(w); /* compact: adds nothing; flushes */
+    pf_json_writer_release(w);
 
-    bool err = o->err || ferror(o->f);
     free(ready);
     free(roles);
-    free(o);
-    if (err) {
+    if (wst != PF_OK) {
         pf_output_abort(&dst);
-        return pf_set_error(PF_ERR_IO, "pf_tracer_flush: writing '%s' failed: %s", t->path,
-                            strerror(EIO));
+        return pf_error_prefix(wst, "pf_tracer_flush: '%s'", t->path);
     }
     pf_status cst = pf_output_commit(&dst);
     return cst == PF_OK ? PF_OK : pf_error_prefix(PF_ERR_IO, "pf_tracer_flush");

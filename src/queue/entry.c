@@ -289,23 +289,22 @@ void pf_job_entry_free(pf_job_entry *e)
 
 void pf_job_entry_write(pf_sbuf *b, const pf_job_entry *e)
 {
-    pf_sbuf_printf(b, "{\"v\":%d,\"id\":", PF_JOB_SCHEMA_VERSION);
-    pf_sbuf_json_string(b, e->id);
-    pf_sbuf_puts(b, ",\"type\":");
-    pf_sbuf_json_string(b, e->type);
-    pf_sbuf_puts(b, ",\"argv\":[");
-    for (int i = 0; i < e->argc; i++) {
-        if (i) pf_sbuf_puts(b, ",");
-        pf_sbuf_json_string(b, e->argv[i]);
-    }
-    pf_sbuf_printf(b, "],\"attempt\":%d,\"submitted_ms\":%lld", e->attempt,
-                   (long long)e->submitted_ms);
-    if (e->timeout_s > 0) pf_sbuf_printf(b, ",\"timeout_s\":%.17g", e->timeout_s);
-    if (e->last_error) {
-        pf_sbuf_puts(b, ",\"last_error\":");
-        pf_sbuf_json_string(b, e->last_error);
-    }
-    pf_sbuf_puts(b, "}");
+    /* Compact (one Redis field, one line); %.17g keeps timeout_s exact. */
+    pf_json_writer w;
+    pf_json_writer_init(&w, NULL, b, true, 17);
+    pf_json_writer_object_begin(&w, NULL);
+    pf_json_writer_int(&w, "v", PF_JOB_SCHEMA_VERSION);
+    pf_json_writer_string(&w, "id", e->id);
+    pf_json_writer_string(&w, "type", e->type);
+    pf_json_writer_array_begin(&w, "argv");
+    for (int i = 0; i < e->argc; i++) pf_json_writer_string(&w, NULL, e->argv[i]);
+    pf_json_writer_array_end(&w);
+    pf_json_writer_int(&w, "attempt", e->attempt);
+    pf_json_writer_int(&w, "submitted_ms", (long long)e->submitted_ms);
+    if (e->timeout_s > 0) pf_json_writer_double(&w, "timeout_s", e->timeout_s);
+    if (e->last_error) pf_json_writer_string(&w, "last_error", e->last_error);
+    pf_json_writer_object_end(&w);
+    pf_json_writer_release(&w);
 }
 
 pf_status pf_job_validate_json(const char *json, size_t len)

@@ -1,5 +1,5 @@
-/* Internal: a small strict JSON parser (RFC 8259) for queue entries, and the
- * small string builder the queue writes its entries with.
+/* Internal: a small strict JSON parser (RFC 8259) for queue entries. The
+ * queue writes its entries with the library's one writer (core/json.h).
  *
  * Queue entries come from the network (anyone who can XADD to the stream),
  * so the parser accepts exactly RFC 8259 and nothing more: one value, no
@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "../core/json.h" /* the writer and pf_sbuf: JSON is written there */
 #include "pixflow/core.h"
 
 #define PF_JSON_MAX_DEPTH 16
@@ -51,22 +52,6 @@ void pf_json_free(pf_json *v);
 
 /* The member `key` of an object, or NULL (also when v is not an object). */
 const pf_json *pf_json_get(const pf_json *v, const char *key);
-
-/* Growing string for writing JSON ------------------------------------------------- */
-
-typedef struct pf_sbuf {
-    char *data;   /* NUL-terminated; NULL until the first append */
-    size_t len, cap;
-    bool failed;  /* an allocation failed: the content is incomplete */
-} pf_sbuf;
-
-void pf_sbuf_append(pf_sbuf *b, const char *s, size_t n);
-void pf_sbuf_puts(pf_sbuf *b, const char *s);
-void pf_sbuf_printf(pf_sbuf *b, const char *fmt, ...) PF_PRINTF(2, 3);
-/* `s` as a JSON string literal with its quotes (RFC 8259 escapes; bytes that
- * are not valid UTF-8 become U+FFFD, so the result always parses). */
-void pf_sbuf_json_string(pf_sbuf *b, const char *s);
-void pf_sbuf_free(pf_sbuf *b);
 
 /* Whether `s` (n bytes) is valid UTF-8 without overlong forms or surrogates. */
 bool pf_utf8_valid(const char *s, size_t n);

@@ -318,45 +318,44 @@ static void write_result(pf_sbuf *b, const pf_worker *w, const pf_job_entry *e, 
                          int attempt, const pf_worker_outcome *o, int64_t started_ms,
                          int64_t finished_ms, double duration_s, const char *error)
 {
-    pf_sbuf_printf(b, "{\"v\":%d,\"id\":", PF_JOB_SCHEMA_VERSION);
-    pf_sbuf_json_string(b, e->id);
-    pf_sbuf_puts(b, ",\"type\":");
-    pf_sbuf_json_string(b, e->type);
-    pf_sbuf_printf(b, ",\"status\":\"%s\",\"exit\":%d,\"attempt\":%d,\"worker\":",
-                   done ? "done" : "failed", o ? o->exit_status : -1, attempt);
-    pf_sbuf_json_string(b, w->name);
-    pf_sbuf_printf(b, ",\"submitted_ms\":%lld,\"started_ms\":%lld,\"finished_ms\":%lld,"
-                      "\"duration_s\":%.6f,\"outputs\":[",
-                   (long long)e->submitted_ms, (long long)started_ms, (long long)finished_ms,
-                   duration_s);
-    int n = 0;
+    /* Compact: `queue results` prints one entry per line. */
+    pf_json_writer jw;
+    pf_json_writer_init(&jw, NULL, b, true, 17);
+    pf_json_writer_object_begin(&jw, NULL);
+    pf_json_writer_int(&jw, "v", PF_JOB_SCHEMA_VERSION);
+    pf_json_writer_string(&jw, "id", e->id);
+    pf_json_writer_string(&jw, "type", e->type);
+    pf_json_writer_string(&jw, "status", done ? "done" : "failed");
+    pf_json_writer_int(&jw, "exit", o ? o->exit_status : -1);
+    pf_json_writer_int(&jw, "attempt", attempt);
+    pf_json_writer_string(&jw, "worker", w->name);
+    pf_json_writer_int(&jw, "submitted_ms", (long long)e->submitted_ms);
+    pf_json_writer_int(&jw, "started_ms", (long long)started_ms);
+    pf_json_writer_int(&jw, "finished_ms", (long long)finished_ms);
+    pf_json_writer_decimal(&jw, "duration_s", (int64_t)llround(duration_s * 1e6), 6);
+    pf_json_writer_array_begin(&jw, "outputs");
     for (int i = 1; i < e->argc; i++) {
         bool skip;
         const char *out = output_of(e, i, &skip);
-        if (out) {
-            if (n++) pf_sbuf_puts(b, ",");
-            pf_sbuf_json_string(b, out);
-        }
+        if (out) pf_json_writer_string(&jw, NULL, out);
         if (skip) i++;
     }
-    pf_sbuf_puts(b, "]");
-    if (error) {
-        pf_sbuf_puts(b, ",\"error\":");
-        pf_sbuf_json_string(b, error);
-    }
+    pf_json_writer_array_end(&jw);
+    if (error) pf_json_writer_string(&jw, "error", error);
     if (o && o->figures[0]) {
         size_t len = strnlen(o->figures, sizeof o->figures);
         pf_json fig;
         /* Only a well-formed object goes in as JSON: the result must parse. */
         if (pf_json_parse(o->figures, len, "figures", &fig) == PF_OK) {
             if (fig.type == PF_JSON_OBJECT) {
-                pf_sbuf_puts(b, ",\"figures\":");
+                PF_JSON_TEXT(&jw, ",\"figures\":");
                 append_compact(b, o->figures, len);
             }
             pf_json_free(&fig);
         }
     }
-    pf_sbuf_puts(b, "}");
+    pf_json_writer_object_end(&jw);
+    pf_json_writer_release(&jw);
 }
 
 /* Dead-letters an entry: the stream keeps `raw` as received and the error;

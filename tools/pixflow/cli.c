@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,164 +142,65 @@ void cli_print_options(FILE *f, const cli_option *opts)
 
 /* JSON ------------------------------------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one
- * (overlong forms, surrogates and code points above U+10FFFF are invalid). */
-static int utf8_sequence(const unsigned char *s)
-{
-    unsigned c = s[0];
-    if (c < 0x80) return 1;
-    int n;
-    unsigned cp;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2;
-        cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0; /* also stops at the terminating NUL */
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
-    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
-    return n;
-}
-
-void cli_json_write_escaped(FILE *f, const char *str)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    fputc('"', f);
-    while (*s) {
-        unsigned c = *s;
-        switch (c) {
-        case '"': fputs("\\\"", f); s++; continue;
-        case '\\': fputs("\\\\", f); s++; continue;
-        case '\b': fputs("\\b", f); s++; continue;
-        case '\f': fputs("\\f", f); s++; continue;
-        case '\n': fputs("\\n", f); s++; continue;
-        case '\r': fputs("\\r", f); s++; continue;
-        case '\t': fputs("\\t", f); s++; continue;
-        default: break;
-        }
-        if (c < 0x20 || c == 0x7F) {
-            fprintf(f, "\\u%04x", c);
-            s++;
-            continue;
-        }
-        int n = utf8_sequence(s);
-        if (n == 0) {
-            fputs("\\ufffd", f);
-            s++;
-            continue;
-        }
-        fwrite(s, 1, (size_t)n, f);
-        s += n;
-    }
-    fputc('"', f);
-}
-
 void cli_json_init(cli_json *j, FILE *f)
 {
-    memset(j, 0, sizeof *j);
-    j->f = f;
+    pf_json_writer_params p = pf_json_writer_params_default();
+    p.file = f;
+    p.double_digits = 6;
+    j->w = NULL;
+    if (pf_json_writer_create(&p, &j->w) != PF_OK)
+        fprintf(stderr, "pixflow: JSON output: %s\n", pf_last_error());
 }
 
-static void indent(cli_json *j)
+void cli_json_object_begin(cli_json *j, const char *key)
 {
-    for (int i = 0; i < j->depth; i++) fputs("  ", j->f);
+    if (j->w) pf_json_writer_object_begin(j->w, key);
 }
-
-/* Separator, newline and indentation before an item, then its key. */
-static void item(cli_json *j, const char *key)
+void cli_json_object_end(cli_json *j)
 {
-    if (j->depth > 0) {
-        if (j->has_items[j->depth]) fputc(',', j->f);
-        fputc('\n', j->f);
-        j->has_items[j->depth] = true;
-        indent(j);
-    }
-    if (key) {
-        cli_json_write_escaped(j->f, key);
-        fputs(": ", j->f);
-    }
+    if (j->w) pf_json_writer_object_end(j->w);
 }
-
-static void json_open(cli_json *j, const char *key, char c)
+void cli_json_array_begin(cli_json *j, const char *key)
 {
-    item(j, key);
-    fputc(c, j->f);
-    if (j->depth + 1 < CLI_JSON_MAX_DEPTH) j->depth++;
-    j->has_items[j->depth] = false;
+    if (j->w) pf_json_writer_array_begin(j->w, key);
 }
-
-static void json_close(cli_json *j, char c)
+void cli_json_array_end(cli_json *j)
 {
-    bool had = j->has_items[j->depth];
-    if (j->depth > 0) j->depth--;
-    if (had) {
-        fputc('\n', j->f);
-        indent(j);
-    }
-    fputc(c, j->f);
+    if (j->w) pf_json_writer_array_end(j->w);
 }
-
-void cli_json_object_begin(cli_json *j, const char *key) { json_open(j, key, '{'); }
-void cli_json_object_end(cli_json *j) { json_close(j, '}'); }
-void cli_json_array_begin(cli_json *j, const char *key) { json_open(j, key, '['); }
-void cli_json_array_end(cli_json *j) { json_close(j, ']'); }
-
 void cli_json_string(cli_json *j, const char *key, const char *value)
 {
-    item(j, key);
-    if (value)
-        cli_json_write_escaped(j->f, value);
-    else
-        fputs("null", j->f);
+    if (j->w) pf_json_writer_string(j->w, key, value);
 }
-
 void cli_json_int(cli_json *j, const char *key, long long value)
 {
-    item(j, key);
-    fprintf(j->f, "%lld", value);
+    if (j->w) pf_json_writer_int(j->w, key, value);
 }
-
 void cli_json_uint(cli_json *j, const char *key, unsigned long long value)
 {
-    item(j, key);
-    fprintf(j->f, "%llu", value);
+    if (j->w) pf_json_writer_uint(j->w, key, value);
 }
-
 void cli_json_double(cli_json *j, const char *key, double value)
 {
-    item(j, key);
-    if (isfinite(value))
-        fprintf(j->f, "%.6g", value);
-    else
-        fputs("null", j->f);
+    if (j->w) pf_json_writer_double(j->w, key, value);
 }
-
 void cli_json_bool(cli_json *j, const char *key, bool value)
 {
-    item(j, key);
-    fputs(value ? "true" : "false", j->f);
+    if (j->w) pf_json_writer_bool(j->w, key, value);
 }
-
 void cli_json_null(cli_json *j, const char *key)
 {
-    item(j, key);
-    fputs("null", j->f);
+    if (j->w) pf_json_writer_null(j->w, key);
 }
+
+void cli_json_write_escaped(FILE *f, const char *s) { pf_json_write_string(f, s); }
 
 void cli_json_finish(cli_json *j)
 {
-    fputc('\n', j->f);
-    fflush(j->f);
+    if (!j->w) return;
+    if (pf_json_writer_finish(j->w) != PF_OK)
+        fprintf(stderr, "pixflow: JSON output: %s\n", pf_last_error());
+    pf_json_writer_destroy(&j->w);
 }
 
 /* Formatting ---------------------------------------------------------------------------- */

@@ -1,5 +1,5 @@
-/* Small helpers shared by the pixflow commands: option parsing, a JSON
- * writer and byte formatting. The CLI uses only the public API
+/* Small helpers shared by the pixflow commands: option parsing, JSON output
+ * (over the library's writer) and byte formatting. The CLI uses only the public API
  * (include/pixflow/); nothing here reaches into src/. */
 #ifndef PF_TOOLS_CLI_H
 #define PF_TOOLS_CLI_H
@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "pixflow/core.h"
 
 /* Exit codes of every command. */
 #define CLI_EXIT_OK 0
@@ -29,6 +31,8 @@ int cmd_segment(int argc, char **argv);
 int cmd_faces(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_bench_ops(int argc, char **argv);
+int cmd_bench_segment(int argc, char **argv);
+int cmd_bench_reproject(int argc, char **argv);
 int cmd_queue(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 
@@ -72,20 +76,16 @@ bool cli_parse_long(const char *s, long lo, long hi, long *out);
 /* Prints an aligned option list ("  --device SPEC   help"). */
 void cli_print_options(FILE *f, const cli_option *opts);
 
-/* JSON writer ----------------------------------------------------------------------
+/* JSON ----------------------------------------------------------------------------
  *
- * Streams indented JSON to a FILE. Inside an object every call takes a key;
- * inside an array (and for the top-level value) key must be NULL. Strings are
- * escaped per RFC 8259 (quotes, backslash, control characters); bytes that are
- * not valid UTF-8 become U+FFFD so the output always parses. Non-finite
- * doubles are written as null. */
-
-#define CLI_JSON_MAX_DEPTH 32
+ * Thin wrappers over the library's JSON writer (pf_json_writer, pixflow/core.h)
+ * in its indented style with doubles as %.6g: the same bytes every command
+ * printed before the library had one writer. cli_json_finish ends the
+ * document with a newline and frees the writer: call it on every path after
+ * cli_json_init. */
 
 typedef struct cli_json {
-    FILE *f;
-    int depth;
-    bool has_items[CLI_JSON_MAX_DEPTH]; /* a comma is needed before the next item */
+    pf_json_writer *w; /* NULL when it could not be created: every call is a no-op */
 } cli_json;
 
 void cli_json_init(cli_json *j, FILE *f);
@@ -99,7 +99,7 @@ void cli_json_uint(cli_json *j, const char *key, unsigned long long value);
 void cli_json_double(cli_json *j, const char *key, double value);
 void cli_json_bool(cli_json *j, const char *key, bool value);
 void cli_json_null(cli_json *j, const char *key);
-/* Ends the document with a newline. */
+/* Ends the document with a newline, flushes, frees the writer. */
 void cli_json_finish(cli_json *j);
 
 /* Writes `s` as a JSON string literal, quotes included. */

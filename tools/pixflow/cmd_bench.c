@@ -556,7 +556,9 @@ static int bench_model(int argc, char **argv)
 static void bench_usage(FILE *f)
 {
     fprintf(f, "usage: pixflow bench model MODEL [options]   the inference engine on a model\n"
-               "       pixflow bench ops [options]           the image ops at video sizes\n\n"
+               "       pixflow bench ops [options]           the image ops at video sizes\n"
+               "       pixflow bench segment INPUT... [options]    the segment job, end to end\n"
+               "       pixflow bench reproject INPUT... [options]  the reproject job, end to end\n\n"
                "'pixflow bench SUBCOMMAND --help' lists each one's options.\n");
 }
 
@@ -568,6 +570,8 @@ int cmd_bench(int argc, char **argv)
     }
     if (!strcmp(argv[1], "model")) return bench_model(argc - 1, argv + 1);
     if (!strcmp(argv[1], "ops")) return cmd_bench_ops(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "segment")) return cmd_bench_segment(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "reproject")) return cmd_bench_reproject(argc - 1, argv + 1);
     fprintf(stderr, "pixflow bench: unknown subcommand '%s' (see 'pixflow bench --help')\n",
             argv[1]);
     return CLI_EXIT_USAGE;
