@@ -530,6 +530,7 @@ pf_status pf_nvdec_create(const pf_nvdec_params *p, pf_nvdec **out)
     if (!pf_nvdec_available(why, sizeof why))
         return pf_set_error(PF_ERR_UNSUPPORTED, "%s: NVDEC is not available: %s", name, why);
 
+    int64_t t0 = pf_time_ns();
     pf_nvdec *d = calloc(1, sizeof *d);
     if (!d) return pf_set_error(PF_ERR_NOMEM, "pf_nvdec_create: out of host memory");
     d->p = *p;
@@ -546,6 +547,8 @@ pf_status pf_nvdec_create(const pf_nvdec_params *p, pf_nvdec **out)
         st = pf_stream_create(&sp, &d->stream);
     }
     if (st == PF_OK) {
+        PF_LOGD("%s: CUDA stream (the context, on the process's first use) in %.1f ms", name,
+                (double)(pf_time_ns() - t0) / 1e6);
         d->cstream = (CUstream)pf_stream_native(d->stream);
         st = find_cudev(d);
     }

@@ -412,6 +412,7 @@ pf_status pf_nvdec_gop_open(const char *path, bool demux, const pf_nvdec_params 
     }
     g->np.name = g->name;
     pf_status st = PF_OK;
+    int64_t t0 = pf_time_ns();
     for (int k = 0; k < decoders && st == PF_OK; k++) {
         g->d[k].g = g;
         g->d[k].k = k;
@@ -435,6 +436,9 @@ pf_status pf_nvdec_gop_open(const char *path, bool demux, const pf_nvdec_params 
         pf_cond_wait(&g->cv, &g->mu);
     }
     pf_mutex_unlock(&g->mu);
+    if (st == PF_OK)
+        PF_LOGD("%s: %d NVDEC decoders by GOP, the first frame in %.1f ms", g->name, decoders,
+                (double)(pf_time_ns() - t0) / 1e6);
     if (st != PF_OK) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", pf_last_error());
