@@ -189,8 +189,9 @@ typedef struct pf_job_result {
     int64_t dropped, corrupt_packets, transfers;
     double fps, elapsed_s;   /* reproject: images per second */
     double latency_p50_ms, latency_p99_ms;
-    double first_frame_ms;   /* segment: from pf_segment_start to the first frame written
-                                (start-up: context, plans, first batch); < 0: none written */
+    double first_frame_ms;   /* segment: from the pipeline's start (inputs probed, model
+                                loaded, stages built) to the first frame written: the
+                                executors' start-up and the first batch; < 0: none */
     const char *decoder;     /* video: e.g. "ffmpeg h264", "nvdec h264"; NULL for images */
     bool latency_mode;
     int batch;

@@ -32,7 +32,13 @@ struct jobs_warmup {
 static void *warm_main(void *arg)
 {
     warm_one *w = arg;
-    if (pf_nn_warmup(w->model, &w->p, w->batch) != PF_OK)
+    pf_status st = pf_nn_warmup(w->model, &w->p, w->batch);
+    /* Out of memory or a device error here may hit the job too (the same
+     * GPU, the same context): say so where the user looks. */
+    if (st == PF_ERR_NOMEM || st == PF_ERR_DEVICE)
+        PF_LOGW("warm-up of the model on %s failed: %s", pf_device_spec(w->p.device),
+                pf_last_error());
+    else if (st != PF_OK)
         PF_LOGD("warm-up on %s skipped: %s", pf_device_spec(w->p.device), pf_last_error());
     return NULL;
 }
