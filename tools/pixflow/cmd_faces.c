@@ -5,15 +5,22 @@
  *    "box": [x0,y0,x1,y1], "keypoints": [[x,y] x6], "landmarks": [[x,y,z] x468]}]}
  * (pixels of the input frame; an image is one frame, pts 0), and with -o a
  * drawing: boxes (green), ids (white digits above the box), landmarks (cyan)
- * and the six keypoints (red). Each input is one stream with its own
- * tracker; inputs run one after the other (the multi-stream muxer and the
- * CUDA path come later). Summary on stdout (--json: one object). */
+ * and the six keypoints (red). Each input is one stream. By default
+ * (throughput) one tracker of N streams takes every stream's next frame in
+ * one batch (detection and landmarks batched across streams; a stream that
+ * ended is fed a small black frame whose results are dropped); --latency
+ * gives each stream its own tracker and feeds frames one at a time. Summary
+ * on stdout (--json: one object): frames, frames/s, p50/p99 latency per
+ * frame (the batch's time: every frame of a batch waits for all), faces per
+ * frame; --stats adds GPU time per batch and graph counts; --trace writes
+ * the tracker's spans. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "pixflow/pixflow.h"
@@ -28,7 +35,12 @@ static const cli_option opts[] = {
     {"detector", "MODEL", "face_detection (short range, default), face_detection_full, or a "
                           "file"},
     {"landmarks", "MODEL", "face_landmark (default) or a file"},
-    {"device", "SPEC", "cpu (default; the CUDA path is not written yet)"},
+    {"device", "SPEC", "cpu (default) or cuda[:N]: the whole per-frame chain on the GPU"},
+    {"fp16", NULL, "CUDA: both models in fp16 (tensor cores)"},
+    {"no-graph", NULL, "CUDA: launch the chain op by op instead of one CUDA graph per batch"},
+    {"latency", NULL, "one frame at a time per stream (batch 1): lowest per-frame latency"},
+    {"stats", NULL, "print the device, batches, GPU time per batch and graph counts"},
+    {"trace", "FILE", "write a Chrome/Perfetto trace of the run to FILE"},
     {"json", NULL, "print the summary as one JSON object"},
     {"quiet", NULL, "no progress"},
     {"help", NULL, "show this help"},
@@ -128,116 +140,271 @@ static void write_record(FILE *o, int stream, int64_t frame, const pf_frame *f, 
     fputs("]}\n", o);
 }
 
-/* One input -------------------------------------------------------------------------------- */
+/* Inputs ------------------------------------------------------------------------------------ */
 
-typedef struct run_state {
-    const pf_face_tracker_params *tp;
-    FILE *jsonl;
-    const char *output;
-    bool quiet;
-    int64_t frames, faces;
-} run_state;
+typedef struct input {
+    const char *path;
+    bool image, ended;
+    pf_frame image_frame;          /* an image: its one frame */
+    pf_video_reader *r;
+    int64_t next;                  /* frames read so far */
+} input;
 
-static bool is_image(const char *path)
+static pf_status input_open(input *in, const char *path)
 {
+    memset(in, 0, sizeof *in);
+    in->path = path;
     pf_image_info info;
-    return pf_image_probe(path, &info) == PF_OK;
-}
-
-static int run_input(run_state *rs, int stream, const char *path)
-{
-    pf_face_tracker *t = NULL;
-    if (pf_face_tracker_create(rs->tp, &t) != PF_OK) {
-        fprintf(stderr, "pixflow faces: %s\n", pf_last_error());
-        return CLI_EXIT_FAIL;
-    }
-    pf_face *faces = calloc(256, sizeof *faces);
-    int rc = CLI_EXIT_OK;
-    if (!faces) {
-        rc = CLI_EXIT_FAIL;
-        goto done;
-    }
-    const int cap = rs->tp->max_faces;
-    if (is_image(path)) {
-        pf_frame f = {0};
-        int n = 0;
-        if (pf_image_read(path, PF_PIXFMT_RGB24, &f) != PF_OK ||
-            pf_face_tracker_process(t, &f, faces, cap, &n) != PF_OK ||
-            (rs->jsonl && (write_record(rs->jsonl, stream, 0, &f, faces, n, true), false))) {
-            fprintf(stderr, "pixflow faces: %s\n", pf_last_error());
-            rc = CLI_EXIT_FAIL;
-        } else if (rs->output) {
-            draw(&f, faces, n);
-            if (pf_image_write(rs->output, &f, NULL) != PF_OK) {
-                fprintf(stderr, "pixflow faces: %s\n", pf_last_error());
-                rc = CLI_EXIT_FAIL;
-            }
-        }
-        if (rc == CLI_EXIT_OK) {
-            rs->frames++;
-            rs->faces += n;
-            if (!rs->quiet) fprintf(stderr, "%s: %d faces\n", path, n);
-        }
-        pf_frame_unref(&f);
-        goto done;
+    if (pf_image_probe(path, &info) == PF_OK) {
+        in->image = true;
+        return pf_image_read(path, PF_PIXFMT_RGB24, &in->image_frame);
     }
     pf_video_reader_params rp = pf_video_reader_params_default();
     rp.path = path;
     rp.format = PF_PIXFMT_RGB24;
-    pf_video_reader *r = NULL;
-    pf_video_writer *w = NULL;
-    if (pf_video_reader_create(&rp, &r) != PF_OK) {
-        fprintf(stderr, "pixflow faces: %s\n", pf_last_error());
-        rc = CLI_EXIT_FAIL;
-        goto done;
+    return pf_video_reader_create(&rp, &in->r);
+}
+
+static void input_close(input *in)
+{
+    pf_frame_unref(&in->image_frame);
+    pf_video_reader_destroy(&in->r);
+}
+
+/* The input's next frame into *f (a new reference), or PF_EOF. */
+static pf_status input_read(input *in, pf_frame *f)
+{
+    if (in->ended) return PF_EOF;
+    pf_status st;
+    if (in->image) {
+        st = in->next == 0 ? PF_OK : PF_EOF;
+        if (st == PF_OK) pf_frame_ref(f, &in->image_frame);
+    } else {
+        st = pf_video_reader_read(in->r, f);
     }
+    if (st == PF_EOF) in->ended = true;
+    else if (st == PF_OK) in->next++;
+    return st;
+}
+
+/* The run ------------------------------------------------------------------------------------ */
+
+typedef struct run_state {
+    pf_face_tracker_params tp;
+    FILE *jsonl;
+    const char *output;
+    bool quiet, latency, tty;
+    int n;                         /* inputs */
+    input *in;
+    pf_face_tracker **trackers;    /* latency: one per input; else one of n streams */
+    pf_face *faces;                /* n x max_faces */
+    int *counts;
+    pf_frame *frames;              /* this round's, one per input */
+    pf_frame filler;               /* fed for a stream that has ended (results unused) */
+    pf_video_writer *w;
+    pf_histogram *lat, *lat_warm; /* per frame, from round WARM_ROUNDS on / before */
+    int64_t frames_done, faces_done;
+    int64_t t_start, t_end;         /* the frame loop (trackers made, models planned) */
+    int64_t t_steady, steady_frames; /* from round WARM_ROUNDS on: plans and graphs made */
+} run_state;
+
+static int fail(const char *what)
+{
+    fprintf(stderr, "pixflow faces: %s%s%s\n", what ? what : "", what ? ": " : "",
+            pf_last_error());
+    return CLI_EXIT_FAIL;
+}
+
+static pf_status open_writer(run_state *rs)
+{
+    const input *in = &rs->in[0];
     pf_video_info info;
-    pf_video_reader_info(r, &info);
-    if (rs->output) {
-        pf_video_writer_params wp = pf_video_writer_params_default();
-        wp.path = rs->output;
-        wp.width = info.width;
-        wp.height = info.height;
-        if (info.fps.num > 0 && info.fps.den > 0) wp.fps = info.fps;
-        wp.time_base = info.time_base;
-        wp.input_format = PF_PIXFMT_RGB24;
-        if (pf_video_writer_create(&wp, &w) != PF_OK) {
-            fprintf(stderr, "pixflow faces: %s\n", pf_last_error());
-            rc = CLI_EXIT_FAIL;
-        }
+    pf_video_reader_info(in->r, &info);
+    pf_video_writer_params wp = pf_video_writer_params_default();
+    wp.path = rs->output;
+    wp.width = info.width;
+    wp.height = info.height;
+    if (info.fps.num > 0 && info.fps.den > 0) wp.fps = info.fps;
+    wp.time_base = info.time_base;
+    wp.input_format = PF_PIXFMT_RGB24;
+    return pf_video_writer_create(&wp, &rs->w);
+}
+
+/* Outputs of stream s's frame: JSON Lines, drawing. */
+static pf_status emit(run_state *rs, int s, pf_frame *f, const pf_face *faces, int n)
+{
+    const input *in = &rs->in[s];
+    if (rs->jsonl) write_record(rs->jsonl, s, in->next - 1, f, faces, n, in->image);
+    rs->frames_done++;
+    rs->faces_done += n;
+    if (!rs->output) return PF_OK;
+    draw(f, faces, n);
+    if (in->image) return pf_image_write(rs->output, f, NULL);
+    return pf_video_writer_write(rs->w, f);
+}
+
+static void progress(run_state *rs, bool done)
+{
+    if (rs->quiet || !rs->tty) return;
+    fprintf(stderr, "\rfaces: %lld frames, %.2f faces/frame%s", (long long)rs->frames_done,
+            rs->frames_done ? (double)rs->faces_done / (double)rs->frames_done : 0.0,
+            done ? "\n" : "");
+}
+
+/* Rounds before the steady state: the first runs of each chain variant plan
+ * the executors and capture the graphs. */
+#define WARM_ROUNDS 3
+
+static void round_done(run_state *rs, int64_t round)
+{
+    if (round + 1 == WARM_ROUNDS) {
+        rs->t_steady = pf_time_ns();
+        rs->steady_frames = rs->frames_done;
     }
-    for (int64_t k = 0; rc == CLI_EXIT_OK; k++) {
-        pf_frame f = {0};
-        pf_status st = pf_video_reader_read(r, &f);
-        if (st == PF_EOF) break;
-        int n = 0;
-        if (st == PF_OK) st = pf_face_tracker_process(t, &f, faces, cap, &n);
-        if (st == PF_OK && rs->jsonl) write_record(rs->jsonl, stream, k, &f, faces, n, false);
-        if (st == PF_OK && w) {
-            draw(&f, faces, n);
-            st = pf_video_writer_write(w, &f);
+    if (round % 16 == 0) progress(rs, false);
+}
+
+/* Throughput: every stream's next frame in one batch, until all ended. */
+static int run_batched(run_state *rs)
+{
+    const int cap = rs->tp.max_faces;
+    const pf_frame **ptrs = calloc((size_t)rs->n, sizeof *ptrs);
+    if (!ptrs) return CLI_EXIT_FAIL;
+    int rc = CLI_EXIT_OK;
+    for (int64_t round = 0; rc == CLI_EXIT_OK; round++) {
+        int live = 0;
+        for (int s = 0; s < rs->n; s++) {
+            pf_frame_unref(&rs->frames[s]);
+            pf_status st = input_read(&rs->in[s], &rs->frames[s]);
+            if (st == PF_OK) live++;
+            else if (st != PF_EOF) {
+                rc = fail(rs->in[s].path);
+                break;
+            }
+            ptrs[s] = st == PF_OK ? &rs->frames[s] : &rs->filler;
         }
-        pf_frame_unref(&f);
-        if (st != PF_OK) {
-            fprintf(stderr, "pixflow faces: %s: frame %lld: %s\n", path, (long long)k,
-                    pf_last_error());
-            rc = CLI_EXIT_FAIL;
+        if (rc != CLI_EXIT_OK || live == 0) break;
+        const int64_t t0 = pf_time_ns();
+        if (pf_face_tracker_process_batch(rs->trackers[0], ptrs, rs->n, rs->faces, cap,
+                                          rs->counts) != PF_OK) {
+            rc = fail(NULL);
             break;
         }
-        rs->frames++;
-        rs->faces += n;
+        const int64_t dt = pf_time_ns() - t0;
+        for (int s = 0; s < rs->n && rc == CLI_EXIT_OK; s++) {
+            if (ptrs[s] == &rs->filler) continue;
+            /* Each frame of the batch waited for all of it. */
+            pf_histogram_record(round >= WARM_ROUNDS ? rs->lat : rs->lat_warm, dt);
+            if (emit(rs, s, &rs->frames[s], rs->faces + (size_t)s * cap, rs->counts[s]) != PF_OK)
+                rc = fail(rs->in[s].path);
+        }
+        round_done(rs, round);
     }
-    if (w && pf_video_writer_close(w) != PF_OK && rc == CLI_EXIT_OK) {
-        fprintf(stderr, "pixflow faces: %s\n", pf_last_error());
-        rc = CLI_EXIT_FAIL;
-    }
-    pf_video_writer_destroy(&w);
-    pf_video_reader_destroy(&r);
-    if (!rs->quiet && rc == CLI_EXIT_OK) fprintf(stderr, "%s: done\n", path);
-done:
-    free(faces);
-    pf_face_tracker_destroy(&t);
+    free(ptrs);
     return rc;
+}
+
+/* Latency: batch 1, each stream its own tracker, frames taken in turn. */
+static int run_latency(run_state *rs)
+{
+    const int cap = rs->tp.max_faces;
+    int rc = CLI_EXIT_OK;
+    for (int64_t round = 0; rc == CLI_EXIT_OK; round++) {
+        int live = 0;
+        for (int s = 0; s < rs->n && rc == CLI_EXIT_OK; s++) {
+            pf_frame f = {0};
+            pf_status st = input_read(&rs->in[s], &f);
+            if (st == PF_EOF) continue;
+            if (st != PF_OK) {
+                rc = fail(rs->in[s].path);
+                break;
+            }
+            live++;
+            int n = 0;
+            const int64_t t0 = pf_time_ns();
+            if (pf_face_tracker_process(rs->trackers[s], &f, rs->faces, cap, &n) != PF_OK)
+                rc = fail(rs->in[s].path);
+            else
+                pf_histogram_record(round >= WARM_ROUNDS ? rs->lat : rs->lat_warm,
+                                    pf_time_ns() - t0);
+            if (rc == CLI_EXIT_OK && emit(rs, s, &f, rs->faces, n) != PF_OK)
+                rc = fail(rs->in[s].path);
+            pf_frame_unref(&f);
+        }
+        if (live == 0) break;
+        round_done(rs, round);
+    }
+    return rc;
+}
+
+static int run_all(run_state *rs, const char *const *paths)
+{
+    int rc = CLI_EXIT_OK;
+    const int n = rs->n, nt = rs->latency ? n : 1;
+    rs->in = calloc((size_t)n, sizeof *rs->in);
+    rs->trackers = calloc((size_t)nt, sizeof *rs->trackers);
+    rs->faces = calloc((size_t)n * (size_t)rs->tp.max_faces, sizeof *rs->faces);
+    rs->counts = calloc((size_t)n, sizeof *rs->counts);
+    rs->frames = calloc((size_t)n, sizeof *rs->frames);
+    if (!rs->in || !rs->trackers || !rs->faces || !rs->counts || !rs->frames ||
+        pf_histogram_create(&rs->lat) != PF_OK || pf_histogram_create(&rs->lat_warm) != PF_OK)
+        return CLI_EXIT_FAIL;
+    for (int s = 0; s < n && rc == CLI_EXIT_OK; s++)
+        if (input_open(&rs->in[s], paths[s]) != PF_OK) rc = fail(paths[s]);
+    pf_face_tracker_params tp = rs->tp;
+    tp.streams = rs->latency ? 1 : n;
+    for (int i = 0; i < nt && rc == CLI_EXIT_OK; i++)
+        if (pf_face_tracker_create(&tp, &rs->trackers[i]) != PF_OK) rc = fail(NULL);
+    if (rc == CLI_EXIT_OK && rs->output && !rs->in[0].image && open_writer(rs) != PF_OK)
+        rc = fail(rs->output);
+    if (rc == CLI_EXIT_OK &&
+        pf_frame_alloc(&rs->filler, PF_PIXFMT_RGB24, 64, 64, NULL, NULL) != PF_OK)
+        rc = fail(NULL);
+    if (rc == CLI_EXIT_OK) {
+        for (int y = 0; y < 64; y++) memset(rs->filler.data[0] + (size_t)y * rs->filler.stride[0], 0, 64 * 3);
+        rs->t_start = pf_time_ns();
+        rc = rs->latency ? run_latency(rs) : run_batched(rs);
+        rs->t_end = pf_time_ns();
+        progress(rs, true);
+    }
+    if (rs->w && pf_video_writer_close(rs->w) != PF_OK && rc == CLI_EXIT_OK) rc = fail(rs->output);
+    return rc;
+}
+
+static void run_free(run_state *rs)
+{
+    const int nt = rs->latency ? rs->n : 1;
+    for (int i = 0; rs->trackers && i < nt; i++) pf_face_tracker_destroy(&rs->trackers[i]);
+    for (int s = 0; rs->in && s < rs->n; s++) input_close(&rs->in[s]);
+    for (int s = 0; rs->frames && s < rs->n; s++) pf_frame_unref(&rs->frames[s]);
+    pf_frame_unref(&rs->filler);
+    pf_video_writer_destroy(&rs->w);
+    pf_histogram_destroy(&rs->lat);
+    pf_histogram_destroy(&rs->lat_warm);
+    free(rs->trackers);
+    free(rs->in);
+    free(rs->faces);
+    free(rs->counts);
+    free(rs->frames);
+}
+
+/* The trackers' counters added up (gpu_ms: the mean over them). */
+static pf_face_tracker_stats total_stats(const run_state *rs)
+{
+    pf_face_tracker_stats sum;
+    memset(&sum, 0, sizeof sum);
+    const int nt = rs->latency ? rs->n : 1;
+    double ms = 0.0;
+    for (int i = 0; rs->trackers && i < nt; i++) {
+        pf_face_tracker_stats st;
+        if (!rs->trackers[i] || pf_face_tracker_get_stats(rs->trackers[i], &st) != PF_OK) continue;
+        sum.batches += st.batches;
+        sum.graph_captures += st.graph_captures;
+        sum.graph_replays += st.graph_replays;
+        ms += st.gpu_ms * (double)st.batches;
+    }
+    sum.gpu_ms = sum.batches ? ms / (double)sum.batches : 0.0;
+    return sum;
 }
 
 int cmd_faces(int argc, char **argv)
@@ -259,7 +426,14 @@ int cmd_faces(int argc, char **argv)
         fprintf(stderr, "pixflow faces: no input (see 'pixflow faces --help')\n");
         return CLI_EXIT_USAGE;
     }
-    pf_face_tracker_params tp = pf_face_tracker_params_default();
+    if (a.positional_count > 64) {
+        fprintf(stderr, "pixflow faces: %d inputs; at most 64 streams\n", a.positional_count);
+        return CLI_EXIT_USAGE;
+    }
+    run_state rs;
+    memset(&rs, 0, sizeof rs);
+    pf_face_tracker_params *tp = &rs.tp;
+    *tp = pf_face_tracker_params_default();
     long v;
     const char *s;
     if ((s = cli_value(opts, &a, "max-faces"))) {
@@ -267,59 +441,108 @@ int cmd_faces(int argc, char **argv)
             fprintf(stderr, "pixflow faces: --max-faces '%s' is not in 1..256\n", s);
             return CLI_EXIT_USAGE;
         }
-        tp.max_faces = (int)v;
+        tp->max_faces = (int)v;
     }
     if ((s = cli_value(opts, &a, "detect-every"))) {
         if (!cli_parse_long(s, 1, 1000000, &v)) {
             fprintf(stderr, "pixflow faces: --detect-every '%s' is not in 1..1000000\n", s);
             return CLI_EXIT_USAGE;
         }
-        tp.detect_every = (int)v;
+        tp->detect_every = (int)v;
     }
-    tp.detector = cli_value(opts, &a, "detector");
-    tp.landmarks = cli_value(opts, &a, "landmarks");
+    tp->detector = cli_value(opts, &a, "detector");
+    tp->landmarks = cli_value(opts, &a, "landmarks");
+    tp->fp16 = cli_flag(opts, &a, "fp16");
+    tp->cuda_graph = !cli_flag(opts, &a, "no-graph");
     if ((s = cli_value(opts, &a, "device"))) {
-        if (pf_device_select(s, &tp.device) != PF_OK) {
+        if (pf_device_select(s, &tp->device) != PF_OK) {
             fprintf(stderr, "pixflow faces: --device %s: %s\n", s, pf_last_error());
             return CLI_EXIT_FAIL;
         }
     }
-    run_state rs = {0};
-    rs.tp = &tp;
+    rs.n = a.positional_count;
     rs.quiet = cli_flag(opts, &a, "quiet");
+    rs.latency = cli_flag(opts, &a, "latency");
+    rs.tty = isatty(2);
     rs.output = cli_value(opts, &a, "output");
     if (rs.output && a.positional_count > 1) {
         fprintf(stderr, "pixflow faces: -o takes one input (got %d)\n", a.positional_count);
         return CLI_EXIT_USAGE;
+    }
+    const char *trace = cli_value(opts, &a, "trace");
+    pf_tracer *tracer = NULL;
+    if (trace) {
+        pf_tracer_params trp = pf_tracer_params_default();
+        trp.path = trace;
+        trp.max_events = 1 << 16;
+        if (tp->device && pf_device_get_type(tp->device) == PF_DEVICE_CUDA) trp.gpu = tp->device;
+        if (pf_tracer_create(&trp, &tracer) != PF_OK) {
+            fprintf(stderr, "pixflow faces: --trace %s: %s\n", trace, pf_last_error());
+            return CLI_EXIT_FAIL;
+        }
+        tp->tracer = tracer;
     }
     const char *jpath = cli_value(opts, &a, "json-out");
     if (jpath) {
         rs.jsonl = strcmp(jpath, "-") ? fopen(jpath, "w") : stdout;
         if (!rs.jsonl) {
             fprintf(stderr, "pixflow faces: --json-out %s: cannot open for writing\n", jpath);
+            pf_tracer_destroy(&tracer);
             return CLI_EXIT_FAIL;
         }
     }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = CLI_EXIT_OK;
-    for (int i = 0; i < a.positional_count; i++)
-        if (run_input(&rs, i, a.positional[i]) != CLI_EXIT_OK) rc = CLI_EXIT_FAIL;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const int64_t t0 = pf_time_ns();
+    int rc = run_all(&rs, (const char *const *)a.positional);
+    const double secs = (double)(pf_time_ns() - t0) * 1e-9;
     if (rs.jsonl && rs.jsonl != stdout && fclose(rs.jsonl) != 0) {
         fprintf(stderr, "pixflow faces: --json-out %s: write failed\n", jpath);
         rc = CLI_EXIT_FAIL;
     }
-    const double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    const pf_face_tracker_stats st = total_stats(&rs);
+    /* Latency of the steady state; a short run (an image) has only the first. */
+    const pf_histogram *lh = rs.lat && pf_histogram_count(rs.lat) ? rs.lat : rs.lat_warm;
+    const double p50 = lh ? pf_histogram_quantile(lh, 0.5) / 1e6 : 0.0;
+    const double p99 = lh ? pf_histogram_quantile(lh, 0.99) / 1e6 : 0.0;
+    const double loop_s = (double)(rs.t_end - rs.t_start) * 1e-9;
+    const double fps = loop_s > 0 ? (double)rs.frames_done / loop_s : 0.0;
+    const double steady_s = rs.t_steady ? (double)(rs.t_end - rs.t_steady) * 1e-9 : 0.0;
+    const double fps_steady =
+        steady_s > 0 ? (double)(rs.frames_done - rs.steady_frames) / steady_s : fps;
+    const double fpf = rs.frames_done ? (double)rs.faces_done / (double)rs.frames_done : 0.0;
+    const char *dev = tp->device ? pf_device_spec(tp->device) : "cpu";
+    const bool cuda = tp->device && pf_device_get_type(tp->device) == PF_DEVICE_CUDA;
+    run_free(&rs);
+    pf_tracer_destroy(&tracer); /* writes the trace */
     FILE *so = rs.jsonl == stdout ? stderr : stdout;
-    if (cli_flag(opts, &a, "json"))
-        fprintf(so, "{\"streams\": %d, \"frames\": %lld, \"faces\": %lld, \"seconds\": %.3f, "
-                    "\"fps\": %.2f, \"ok\": %s}\n",
-                a.positional_count, (long long)rs.frames, (long long)rs.faces, secs,
-                secs > 0 ? (double)rs.frames / secs : 0.0, rc == CLI_EXIT_OK ? "true" : "false");
-    else
-        fprintf(so, "faces: %d streams, %lld frames, %lld faces, %.2f s (%.1f frames/s)\n",
-                a.positional_count, (long long)rs.frames, (long long)rs.faces, secs,
-                secs > 0 ? (double)rs.frames / secs : 0.0);
+    if (rc != CLI_EXIT_OK && rs.frames_done == 0) return rc; /* nothing ran: the message says why */
+    if (cli_flag(opts, &a, "json")) {
+        fprintf(so, "{\"streams\": %d, \"frames\": %lld, \"faces\": %lld, \"faces_per_frame\": %.3f, "
+                    "\"seconds\": %.3f, \"fps\": %.2f, \"fps_steady\": %.2f, \"latency_p50_ms\": %.3f, "
+                    "\"latency_p99_ms\": %.3f, \"mode\": \"%s\", \"device\": \"%s\", "
+                    "\"precision\": \"%s\", \"graph\": %s, \"batches\": %lld, "
+                    "\"gpu_ms_per_batch\": %.4f, \"graph_captures\": %lld, "
+                    "\"graph_replays\": %lld, \"ok\": %s}\n",
+                a.positional_count, (long long)rs.frames_done, (long long)rs.faces_done, fpf, secs,
+                fps, fps_steady, p50, p99, rs.latency ? "latency" : "throughput", dev,
+                tp->fp16 ? "fp16" : "fp32", cuda && tp->cuda_graph ? "true" : "false",
+                (long long)st.batches, st.gpu_ms, (long long)st.graph_captures,
+                (long long)st.graph_replays, rc == CLI_EXIT_OK ? "true" : "false");
+    } else {
+        fprintf(so, "faces: %d streams, %lld frames, %lld faces (%.2f per frame), %.2f s "
+                    "(%.1f frames/s; %.1f after the first %d batches)\n"
+                    "  latency   p50 %.2f ms, p99 %.2f ms per frame (%s)\n",
+                a.positional_count, (long long)rs.frames_done, (long long)rs.faces_done, fpf,
+                secs, fps, fps_steady, WARM_ROUNDS, p50, p99, rs.latency ? "latency mode, batch 1" : "throughput mode");
+        if (cli_flag(opts, &a, "stats"))
+            fprintf(so, "  device    %s, %s, %s\n  batches   %lld, GPU %.3f ms per batch; "
+                        "graphs: %lld captured, %lld replays\n",
+                    dev, tp->fp16 ? "fp16" : "fp32",
+                    cuda ? (tp->cuda_graph ? "one CUDA graph per batch shape" : "no graph")
+                         : "CPU",
+                    (long long)st.batches, st.gpu_ms, (long long)st.graph_captures,
+                    (long long)st.graph_replays);
+        if (trace && rc == CLI_EXIT_OK && !rs.quiet)
+            fprintf(stderr, "pixflow faces: trace written to %s\n", trace);
+    }
     return rc;
 }
