@@ -4,10 +4,12 @@
  * astronaut faces four with distinct ids, ids stable over a moving crop,
  * the detector skipped between detection frames, models with the wrong
  * outputs refused naming the expected shapes, several streams fed as one
- * batch (the same faces as separate trackers). messi5.jpg: what it finds is
+ * batch (the same faces as separate trackers), an I420 frame (converted by
+ * the tracker). messi5.jpg: what it finds is
  * printed (one face, the player's; see docs/faces.md).
  * Skips (77) when the models (node_modules/@mediapipe, face_landmark.tflite
  * from scripts/setup.sh, or $PF_FACE_LANDMARK_MODEL) or images are absent. */
+#include <math.h>
 #include <unistd.h>
 
 #include "jobs/faces_impl.h"
@@ -251,6 +253,46 @@ static void test_streams(void)
     pf_frame_unref(&b);
 }
 
+/* frame f as I420 (BT.601 limited, pixflow's CPU conversion) in *out. */
+static void to_i420(const pf_frame *f, pf_frame *out)
+{
+    pf_stream *s = NULL;
+    pf_ops *ops = NULL;
+    REQUIRE(pf_stream_create(NULL, &s) == PF_OK);
+    pf_ops_params op = pf_ops_params_default();
+    op.stream = s;
+    REQUIRE(pf_ops_create(&op, &ops) == PF_OK);
+    REQUIRE(pf_frame_alloc(out, PF_PIXFMT_I420, f->width, f->height, NULL, NULL) == PF_OK);
+    CHECK_OK(pf_ops_convert(ops, f, out, NULL));
+    pf_ops_destroy(&ops);
+    pf_stream_destroy(&s);
+}
+
+static void test_yuv_input(void)
+{
+    /* An I420 frame is converted by the tracker and gives the RGB frame's
+     * face (the round trip through 4:2:0 moves the box by a pixel or so). */
+    pf_frame yuv;
+    to_i420(&g_img, &yuv);
+    pf_face_tracker *a = make(4, 1), *b = make(4, 1);
+    REQUIRE(a && b);
+    static pf_face fy[4], fr[4];
+    int ny = -1, nr = -1;
+    CHECK_OK(pf_face_tracker_process(a, &yuv, fy, 4, &ny));
+    CHECK_OK(pf_face_tracker_process(b, &g_img, fr, 4, &nr));
+    CHECK_EQ_INT(ny, 1);
+    CHECK_EQ_INT(nr, 1);
+    if (ny == 1 && nr == 1) {
+        float d = 0.0f;
+        for (int q = 0; q < 4; q++) d = fmaxf(d, fabsf(fy[0].box[q] - fr[0].box[q]));
+        printf("    I420 vs RGB24: box differs by %.2f px\n", (double)d);
+        CHECK(d < 3.0f);
+    }
+    pf_face_tracker_destroy(&a);
+    pf_face_tracker_destroy(&b);
+    pf_frame_unref(&yuv);
+}
+
 static void test_model_names(void)
 {
     /* The job's default names resolve through pf_model_find (the source
@@ -292,6 +334,7 @@ int main(void)
     PF_RUN(test_messi);
     PF_RUN(test_wrong_models);
     PF_RUN(test_streams);
+    PF_RUN(test_yuv_input);
     PF_RUN(test_model_names);
     pf_frame_unref(&g_img);
     return pf_test_finish();

@@ -467,8 +467,10 @@ PF_API pf_face_tracker_params pf_face_tracker_params_default(void);
  * 192 / 2304) or the landmark model's ([N,192,192,3] -> [N,1,1,1404] +
  * [N,1,1,1]); PF_ERR_UNSUPPORTED for fp16 on the CPU. */
 PF_API pf_status pf_face_tracker_create(const pf_face_tracker_params *p, pf_face_tracker **out);
-/* Feeds the stream's next frame (RGB24, BGR24 or RGBA host memory; on
- * CUDA also device memory) of a one-stream tracker and
+/* Feeds the stream's next frame (RGB24, BGR24, RGBA, NV12 or I420, the YUV
+ * ones converted with their own colour matrix: on CUDA after the upload, on
+ * the device; host memory, on CUDA also device memory) of a one-stream
+ * tracker and
  * writes up to cap faces (oldest id first) and their count to *n_faces.
  * Not thread-safe: one thread at a time per tracker; trackers are
  * independent. */

@@ -60,6 +60,7 @@ struct pf_face_tracker {
     track *tracks, *next;
     int n_tracks;
     float *lm;                /* max_faces x 468 x 3, this frame's landmarks */
+    pf_frame rgb;             /* an NV12/I420 frame converted (CPU) */
     int streams;
     pf_face_tracker **subs;   /* CPU, streams > 1: one tracker per stream */
     int64_t batches;
@@ -299,6 +300,7 @@ void pf_face_tracker_destroy(pf_face_tracker **tp)
     free(t->tracks);
     free(t->next);
     free(t->lm);
+    pf_frame_unref(&t->rgb);
     free(t);
     *tp = NULL;
 }
@@ -397,7 +399,19 @@ pf_status pf_face_tracker_process(pf_face_tracker *t, const pf_frame *f, pf_face
     if (t->gpu) return pf_face_gpu_process(t->gpu, &f, faces, cap, n_faces);
 #endif
     const int64_t t0 = t->tracer ? pf_time_ns() : 0;
-    pf_status st = process_cpu(t, f, faces, cap, n_faces);
+    pf_status st = PF_OK;
+    if (f->format == PF_PIXFMT_NV12 || f->format == PF_PIXFMT_I420) {
+        /* The crop samples RGB: convert once, then detect and crop from it. */
+        if (!t->rgb.buf[0] || t->rgb.width != f->width || t->rgb.height != f->height) {
+            pf_frame_unref(&t->rgb);
+            st = pf_frame_alloc(&t->rgb, PF_PIXFMT_RGB24, f->width, f->height, NULL, NULL);
+        }
+        const pf_color_params cp = pf_color_params_for(f);
+        if (st == PF_OK) st = pf_ops_convert(t->ops, f, &t->rgb, &cp);
+        if (st != PF_OK) return st;
+        f = &t->rgb;
+    }
+    st = process_cpu(t, f, faces, cap, n_faces);
     if (t->tracer) pf_trace_span(t->tracer, t->track, "process", t0, pf_time_ns(), -1, t->frame);
     return st;
 }

@@ -51,7 +51,11 @@ struct pf_face_gpu {
     pf_tensor det_in, det_out[2], crops, lm_out[2];
     pf_buffer *anchors, *dets, *state, *scratch, *out_dev, *out_host;
     size_t out_bytes, counts_bytes;
-    pf_frame *frames;              /* [S] the device copies of the inputs */
+    pf_frame *frames;              /* [S] the device copies of the inputs (RGB) */
+    pf_frame *yuv;                 /* [S] NV12/I420 inputs' device copies, converted
+                                      into frames[s] inside the chain */
+    bool *conv;                    /* [S] this batch's stream s came as YUV */
+    pf_color_params *cp;           /* [S] its matrix and range */
     pf_letterbox_info *lb;         /* [S] */
     int *n_tracks, *frame_index;   /* [S] host mirror */
     pf_face_cuda_track args;       /* device pointers (fixed), sources per batch */
@@ -88,7 +92,11 @@ void pf_face_gpu_destroy(pf_face_gpu **gp)
     pf_buffer_unref(&g->out_dev);
     pf_buffer_unref(&g->out_host);
     for (int i = 0; g->frames && i < g->streams; i++) pf_frame_unref(&g->frames[i]);
+    for (int i = 0; g->yuv && i < g->streams; i++) pf_frame_unref(&g->yuv[i]);
     free(g->frames);
+    free(g->yuv);
+    free(g->conv);
+    free(g->cp);
     free(g->lb);
     free(g->n_tracks);
     free(g->frame_index);
@@ -161,6 +169,9 @@ pf_status pf_face_gpu_create(const pf_face_gpu_params *p, pf_face_gpu **out)
     if ((st = pf_allocator_create(&ap, &g->halloc)) != PF_OK) goto fail;
     if ((st = make_exec(g, g->m.det, S, p->fp16, &g->det_x)) != PF_OK) goto fail;
     if ((st = make_exec(g, g->m.lm, S * K, p->fp16, &g->lm_x)) != PF_OK) goto fail;
+    /* The one batch size each model runs at: planned now, not on a frame. */
+    if ((st = pf_nn_exec_reserve_batch(g->det_x, S)) != PF_OK) goto fail;
+    if ((st = pf_nn_exec_reserve_batch(g->lm_x, S * K)) != PF_OK) goto fail;
     if (g->graph) {
         pf_graph_cache_params gp = pf_graph_cache_params_default();
         if ((st = pf_graph_cache_create(&gp, &g->gc)) != PF_OK) goto fail;
@@ -197,11 +208,14 @@ pf_status pf_face_gpu_create(const pf_face_gpu_params *p, pf_face_gpu **out)
         (st = pf_allocator_alloc(g->halloc, g->out_bytes, g->stream, &g->out_host)))
         goto fail;
     g->frames = calloc((size_t)S, sizeof *g->frames);
+    g->yuv = calloc((size_t)S, sizeof *g->yuv);
+    g->conv = calloc((size_t)S, sizeof *g->conv);
+    g->cp = calloc((size_t)S, sizeof *g->cp);
     g->lb = calloc((size_t)S, sizeof *g->lb);
     g->n_tracks = calloc((size_t)S, sizeof *g->n_tracks);
     g->frame_index = calloc((size_t)S, sizeof *g->frame_index);
     pf_face_dhdr *hdr0 = calloc((size_t)S, sizeof *hdr0);
-    if (!g->frames || !g->lb || !g->n_tracks || !g->frame_index || !hdr0) {
+    if (!g->frames || !g->yuv || !g->conv || !g->cp || !g->lb || !g->n_tracks || !g->frame_index || !hdr0) {
         free(hdr0);
         st = pf_set_error(PF_ERR_NOMEM, "pf_face_tracker_create: out of memory");
         goto fail;
@@ -258,7 +272,9 @@ static pf_status run_chain(void *user, pf_stream *stream)
     void *cs = pf_stream_native(stream);
     pf_face_cuda_track a = g->args;
     pf_status st = PF_OK;
-    if (c->detect) {
+    for (int s = 0; s < S && st == PF_OK; s++)
+        if (g->conv[s]) st = pf_ops_convert(g->ops, &g->yuv[s], &g->frames[s], &g->cp[s]);
+    if (st == PF_OK && c->detect) {
         pf_preprocess_params pp = pf_preprocess_params_default();
         pp.letterbox = true;
         pp.pad_value = 0.0f;
@@ -316,11 +332,20 @@ static pf_status run_chain(void *user, pf_stream *stream)
 typedef struct chain_key {
     int detect;
     struct {
-        const void *data;
-        int width, height, format;
+        const void *data, *yuv;
+        int width, height, format, yuv_format, matrix, range;
         size_t stride;
     } f[PF_FACE_MAX_STREAMS];
 } chain_key;
+
+/* A frame of the tracker's own on the device, (re)allocated to in's shape. */
+static pf_status own_frame(pf_face_gpu *g, pf_frame *f, pf_pixfmt fmt, const pf_frame *in)
+{
+    if (f->buf[0] && f->width == in->width && f->height == in->height && f->format == fmt)
+        return PF_OK;
+    pf_frame_unref(f);
+    return pf_frame_alloc(f, fmt, in->width, in->height, g->dalloc, g->stream);
+}
 
 pf_status pf_face_gpu_process(pf_face_gpu *g, const pf_frame *const *frames, pf_face *faces,
                               int cap, int *n_faces)
@@ -330,18 +355,19 @@ pf_status pf_face_gpu_process(pf_face_gpu *g, const pf_frame *const *frames, pf_
     const int64_t t0 = pf_time_ns();
     for (int s = 0; s < S && st == PF_OK; s++) {
         const pf_frame *in = frames[s];
-        pf_frame *f = &g->frames[s];
-        if (in->format != PF_PIXFMT_RGB24 && in->format != PF_PIXFMT_BGR24 &&
+        const bool yuv = in->format == PF_PIXFMT_NV12 || in->format == PF_PIXFMT_I420;
+        if (!yuv && in->format != PF_PIXFMT_RGB24 && in->format != PF_PIXFMT_BGR24 &&
             in->format != PF_PIXFMT_RGBA)
             return pf_set_error(PF_ERR_UNSUPPORTED, "pf_face_tracker_process: frame %d is %s; "
-                                "the tracker takes RGB24, BGR24 or RGBA", s,
+                                "the tracker takes RGB24, BGR24, RGBA, NV12 or I420", s,
                                 pf_pixfmt_name(in->format));
-        if (!f->buf[0] || f->width != in->width || f->height != in->height ||
-            f->format != in->format) {
-            pf_frame_unref(f);
-            st = pf_frame_alloc(f, in->format, in->width, in->height, g->dalloc, g->stream);
-        }
-        if (st == PF_OK) st = pf_frame_copy_async(f, in, g->stream);
+        /* YUV goes up as it is (half the bytes of RGB) and is converted on
+         * the device, inside the chain. */
+        g->conv[s] = yuv;
+        g->cp[s] = pf_color_params_for(in);
+        st = own_frame(g, &g->frames[s], yuv ? PF_PIXFMT_RGB24 : in->format, in);
+        if (st == PF_OK && yuv) st = own_frame(g, &g->yuv[s], in->format, in);
+        if (st == PF_OK) st = pf_frame_copy_async(yuv ? &g->yuv[s] : &g->frames[s], in, g->stream);
     }
     if (st != PF_OK) return st;
     bool detect = false;
@@ -365,6 +391,12 @@ pf_status pf_face_gpu_process(pf_face_gpu *g, const pf_frame *const *frames, pf_
                 k.f[s].height = g->frames[s].height;
                 k.f[s].format = (int)g->frames[s].format;
                 k.f[s].stride = g->frames[s].stride[0];
+                if (g->conv[s]) {
+                    k.f[s].yuv = g->yuv[s].data[0];
+                    k.f[s].yuv_format = (int)g->yuv[s].format;
+                    k.f[s].matrix = (int)g->cp[s].matrix;
+                    k.f[s].range = (int)g->cp[s].range;
+                }
             }
             const size_t len = offsetof(chain_key, f) + (size_t)S * sizeof k.f[0];
             st = pf_graph_cache_run(g->gc, g->stream, &k, len, run_chain, &c);

@@ -3,8 +3,9 @@
  * astronaut.png (1 face, then the same frame tracked without the
  * detector), the astronaut's face tiled 4 x 4 (16 faces, full-range
  * detector), a blank frame (none), a clip of a window sliding over the
- * astronaut with detection every 3rd frame (ids and tracking), and 4
- * streams in one batch (each stream as its own CPU tracker sees it).
+ * astronaut with detection every 3rd frame (ids and tracking), the same
+ * clip as I420 (converted on the device), 4 streams in one batch (each
+ * stream as its own CPU tracker sees it) and a frame in device memory.
  * Every case runs fp32 with the frame's CUDA graph, fp32 without it, and
  * fp16 with it.
  *
@@ -188,6 +189,32 @@ static void test_moving(void)
     for (int i = 0; i < CLIP; i++) pf_frame_unref(&frames[i]);
 }
 
+/* The moving clip as I420 frames: the CUDA tracker uploads and converts
+ * them on the device, the CPU tracker on the host (the same bytes: the
+ * conversion is bit-exact between backends), so the tolerances stay. */
+static void test_yuv(void)
+{
+    pf_stream *st = NULL;
+    pf_ops *ops = NULL;
+    REQUIRE(pf_stream_create(NULL, &st) == PF_OK);
+    pf_ops_params op = pf_ops_params_default();
+    op.stream = st;
+    REQUIRE(pf_ops_create(&op, &ops) == PF_OK);
+    pf_frame rgb[CLIP], yuv[CLIP];
+    for (int i = 0; i < CLIP; i++) {
+        copy_window(&rgb[i], 20 + 6 * i, 0, 320, 320);
+        REQUIRE(pf_frame_alloc(&yuv[i], PF_PIXFMT_I420, 320, 320, NULL, NULL) == PF_OK);
+        CHECK_OK(pf_ops_convert(ops, &rgb[i], &yuv[i], NULL));
+    }
+    for (int v = 0; v < 3; v++) run_clip(&k_variants[v], "I420 clip", g_det, 4, 3, yuv, CLIP, 1);
+    for (int i = 0; i < CLIP; i++) {
+        pf_frame_unref(&rgb[i]);
+        pf_frame_unref(&yuv[i]);
+    }
+    pf_ops_destroy(&ops);
+    pf_stream_destroy(&st);
+}
+
 /* 4 streams in one batch: astronaut, blank, the moving clip, the clip
  * backwards; each must match its own CPU tracker. */
 static void test_batch(void)
@@ -284,6 +311,7 @@ int main(void)
     PF_RUN(test_tiles);
     PF_RUN(test_blank);
     PF_RUN(test_moving);
+    PF_RUN(test_yuv);
     PF_RUN(test_batch);
     PF_RUN(test_device_frame);
     printf("    worst differences over the run: box %.3f px, landmark %.3f px\n",

@@ -150,7 +150,9 @@ typedef struct input {
     int64_t next;                  /* frames read so far */
 } input;
 
-static pf_status input_open(input *in, const char *path)
+/* Videos are read as I420 (the tracker converts: on CUDA on the device,
+ * after uploading half the bytes of RGB), or RGB24 when frames are drawn. */
+static pf_status input_open(input *in, const char *path, bool rgb)
 {
     memset(in, 0, sizeof *in);
     in->path = path;
@@ -161,7 +163,7 @@ static pf_status input_open(input *in, const char *path)
     }
     pf_video_reader_params rp = pf_video_reader_params_default();
     rp.path = path;
-    rp.format = PF_PIXFMT_RGB24;
+    rp.format = rgb ? PF_PIXFMT_RGB24 : PF_PIXFMT_I420;
     return pf_video_reader_create(&rp, &in->r);
 }
 
@@ -350,7 +352,7 @@ static int run_all(run_state *rs, const char *const *paths)
         pf_histogram_create(&rs->lat) != PF_OK || pf_histogram_create(&rs->lat_warm) != PF_OK)
         return CLI_EXIT_FAIL;
     for (int s = 0; s < n && rc == CLI_EXIT_OK; s++)
-        if (input_open(&rs->in[s], paths[s]) != PF_OK) rc = fail(paths[s]);
+        if (input_open(&rs->in[s], paths[s], rs->output != NULL) != PF_OK) rc = fail(paths[s]);
     pf_face_tracker_params tp = rs->tp;
     tp.streams = rs->latency ? 1 : n;
     for (int i = 0; i < nt && rc == CLI_EXIT_OK; i++)
