@@ -16,6 +16,7 @@
  * the tracker's spans. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,7 +202,7 @@ typedef struct run_state {
     pf_face_tracker **trackers;    /* latency: one per input; else one of n streams */
     pf_face *faces;                /* n x max_faces */
     int *counts;
-    pf_frame *frames;              /* this round's, one per input */
+    pf_frame *frames;              /* throughput: two rounds of one frame per input */
     pf_frame filler;               /* fed for a stream that has ended (results unused) */
     pf_video_writer *w;
     pf_histogram *lat, *lat_warm; /* per frame, from round WARM_ROUNDS on / before */
@@ -233,10 +234,11 @@ static pf_status open_writer(run_state *rs)
 }
 
 /* Outputs of stream s's frame: JSON Lines, drawing. */
-static pf_status emit(run_state *rs, int s, pf_frame *f, const pf_face *faces, int n)
+static pf_status emit(run_state *rs, int s, int64_t index, pf_frame *f, const pf_face *faces,
+                      int n)
 {
     const input *in = &rs->in[s];
-    if (rs->jsonl) write_record(rs->jsonl, s, in->next - 1, f, faces, n, in->image);
+    if (rs->jsonl) write_record(rs->jsonl, s, index, f, faces, n, in->image);
     rs->frames_done++;
     rs->faces_done += n;
     if (!rs->output) return PF_OK;
@@ -266,43 +268,94 @@ static void round_done(run_state *rs, int64_t round)
     if (round % 16 == 0) progress(rs, false);
 }
 
-/* Throughput: every stream's next frame in one batch, until all ended. */
+/* One round of throughput mode: every stream's next frame. */
+typedef struct round_buf {
+    run_state *rs;
+    pf_frame *frames;              /* n */
+    int64_t *index;                /* n: the frame's index in its stream, -1: none */
+    int live;                      /* streams that had a frame */
+    int failed;                    /* 1 + the stream whose read failed; 0: none */
+    char msg[512];                 /* its message (read on another thread) */
+} round_buf;
+
+static void read_round(round_buf *b)
+{
+    run_state *rs = b->rs;
+    b->live = 0;
+    b->failed = 0;
+    for (int s = 0; s < rs->n; s++) {
+        pf_frame_unref(&b->frames[s]);
+        b->index[s] = -1;
+        const pf_status st = input_read(&rs->in[s], &b->frames[s]);
+        if (st == PF_OK) {
+            b->index[s] = rs->in[s].next - 1;
+            b->live++;
+        } else if (st != PF_EOF) {
+            b->failed = s + 1;
+            snprintf(b->msg, sizeof b->msg, "%s: %s", rs->in[s].path, pf_last_error());
+            return;
+        }
+    }
+}
+
+static void *read_round_thread(void *user)
+{
+    read_round(user);
+    return NULL;
+}
+
+/* Throughput: every stream's next frame in one batch, until all ended. The
+ * next round is read (decoded) on a second thread while the tracker runs
+ * this one, so reading and the GPU chain overlap. */
 static int run_batched(run_state *rs)
 {
-    const int cap = rs->tp.max_faces;
-    const pf_frame **ptrs = calloc((size_t)rs->n, sizeof *ptrs);
-    if (!ptrs) return CLI_EXIT_FAIL;
+    const int cap = rs->tp.max_faces, n = rs->n;
+    const pf_frame **ptrs = calloc((size_t)n, sizeof *ptrs);
+    int64_t *index = calloc((size_t)n * 2, sizeof *index);
+    if (!ptrs || !index) {
+        free(ptrs);
+        free(index);
+        return CLI_EXIT_FAIL;
+    }
+    round_buf b[2];
+    memset(b, 0, sizeof b);
+    for (int k = 0; k < 2; k++) {
+        b[k].rs = rs;
+        b[k].frames = rs->frames + (size_t)k * n;
+        b[k].index = index + (size_t)k * n;
+    }
     int rc = CLI_EXIT_OK;
+    read_round(&b[0]);
     for (int64_t round = 0; rc == CLI_EXIT_OK; round++) {
-        int live = 0;
-        for (int s = 0; s < rs->n; s++) {
-            pf_frame_unref(&rs->frames[s]);
-            pf_status st = input_read(&rs->in[s], &rs->frames[s]);
-            if (st == PF_OK) live++;
-            else if (st != PF_EOF) {
-                rc = fail(rs->in[s].path);
-                break;
-            }
-            ptrs[s] = st == PF_OK ? &rs->frames[s] : &rs->filler;
-        }
-        if (rc != CLI_EXIT_OK || live == 0) break;
-        const int64_t t0 = pf_time_ns();
-        if (pf_face_tracker_process_batch(rs->trackers[0], ptrs, rs->n, rs->faces, cap,
-                                          rs->counts) != PF_OK) {
-            rc = fail(NULL);
+        round_buf *cur = &b[round & 1], *nxt = &b[(round + 1) & 1];
+        if (cur->failed) {
+            fprintf(stderr, "pixflow faces: %s\n", cur->msg);
+            rc = CLI_EXIT_FAIL;
             break;
         }
+        if (cur->live == 0) break;
+        pthread_t th;
+        const bool ahead = pthread_create(&th, NULL, read_round_thread, nxt) == 0;
+        for (int s = 0; s < n; s++) ptrs[s] = cur->index[s] >= 0 ? &cur->frames[s] : &rs->filler;
+        const int64_t t0 = pf_time_ns();
+        if (pf_face_tracker_process_batch(rs->trackers[0], ptrs, n, rs->faces, cap,
+                                          rs->counts) != PF_OK)
+            rc = fail(NULL);
         const int64_t dt = pf_time_ns() - t0;
-        for (int s = 0; s < rs->n && rc == CLI_EXIT_OK; s++) {
-            if (ptrs[s] == &rs->filler) continue;
+        for (int s = 0; s < n && rc == CLI_EXIT_OK; s++) {
+            if (cur->index[s] < 0) continue;
             /* Each frame of the batch waited for all of it. */
             pf_histogram_record(round >= WARM_ROUNDS ? rs->lat : rs->lat_warm, dt);
-            if (emit(rs, s, &rs->frames[s], rs->faces + (size_t)s * cap, rs->counts[s]) != PF_OK)
+            if (emit(rs, s, cur->index[s], &cur->frames[s], rs->faces + (size_t)s * cap,
+                     rs->counts[s]) != PF_OK)
                 rc = fail(rs->in[s].path);
         }
+        if (ahead) pthread_join(th, NULL);
+        else read_round(nxt);
         round_done(rs, round);
     }
     free(ptrs);
+    free(index);
     return rc;
 }
 
@@ -329,7 +382,7 @@ static int run_latency(run_state *rs)
             else
                 pf_histogram_record(round >= WARM_ROUNDS ? rs->lat : rs->lat_warm,
                                     pf_time_ns() - t0);
-            if (rc == CLI_EXIT_OK && emit(rs, s, &f, rs->faces, n) != PF_OK)
+            if (rc == CLI_EXIT_OK && emit(rs, s, rs->in[s].next - 1, &f, rs->faces, n) != PF_OK)
                 rc = fail(rs->in[s].path);
             pf_frame_unref(&f);
         }
@@ -347,7 +400,7 @@ static int run_all(run_state *rs, const char *const *paths)
     rs->trackers = calloc((size_t)nt, sizeof *rs->trackers);
     rs->faces = calloc((size_t)n * (size_t)rs->tp.max_faces, sizeof *rs->faces);
     rs->counts = calloc((size_t)n, sizeof *rs->counts);
-    rs->frames = calloc((size_t)n, sizeof *rs->frames);
+    rs->frames = calloc((size_t)n * 2, sizeof *rs->frames); /* two rounds */
     if (!rs->in || !rs->trackers || !rs->faces || !rs->counts || !rs->frames ||
         pf_histogram_create(&rs->lat) != PF_OK || pf_histogram_create(&rs->lat_warm) != PF_OK)
         return CLI_EXIT_FAIL;
@@ -378,7 +431,7 @@ static void run_free(run_state *rs)
     const int nt = rs->latency ? rs->n : 1;
     for (int i = 0; rs->trackers && i < nt; i++) pf_face_tracker_destroy(&rs->trackers[i]);
     for (int s = 0; rs->in && s < rs->n; s++) input_close(&rs->in[s]);
-    for (int s = 0; rs->frames && s < rs->n; s++) pf_frame_unref(&rs->frames[s]);
+    for (int s = 0; rs->frames && s < 2 * rs->n; s++) pf_frame_unref(&rs->frames[s]);
     pf_frame_unref(&rs->filler);
     pf_video_writer_destroy(&rs->w);
     pf_histogram_destroy(&rs->lat);
@@ -508,8 +561,8 @@ int cmd_faces(int argc, char **argv)
     const double loop_s = (double)(rs.t_end - rs.t_start) * 1e-9;
     const double fps = loop_s > 0 ? (double)rs.frames_done / loop_s : 0.0;
     const double steady_s = rs.t_steady ? (double)(rs.t_end - rs.t_steady) * 1e-9 : 0.0;
-    const double fps_steady =
-        steady_s > 0 ? (double)(rs.frames_done - rs.steady_frames) / steady_s : fps;
+    const int64_t steady_n = rs.t_steady ? rs.frames_done - rs.steady_frames : 0;
+    const double fps_steady = steady_s > 0 && steady_n > 0 ? (double)steady_n / steady_s : fps;
     const double fpf = rs.frames_done ? (double)rs.faces_done / (double)rs.frames_done : 0.0;
     const char *dev = tp->device ? pf_device_spec(tp->device) : "cpu";
     const bool cuda = tp->device && pf_device_get_type(tp->device) == PF_DEVICE_CUDA;
