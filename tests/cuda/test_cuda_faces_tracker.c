@@ -18,7 +18,8 @@
  * convolution arithmetic in fp32; the next frame's ROI comes from these
  * landmarks, so differences carry over a clip but do not grow: the model
  * pulls the landmarks back onto the face.) The graph cache is checked too:
- * with cuda_graph, later frames are replays; without, nothing is captured.
+ * with cuda_graph, later frames are replays; without, nothing is captured;
+ * a trace of 6 frames shows one graph launch and one wait per frame.
  * Skips (77) without a GPU or without the models. */
 #include <math.h>
 #include <unistd.h>
@@ -284,6 +285,61 @@ static void test_device_frame(void)
     pf_allocator_destroy(&a);
 }
 
+static int count_of(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
+/* The trace of 6 frames with the graph: the first runs the chain directly
+ * ("launch"), the other 5 are one "graph launch" each; every frame one
+ * "wait" on the host and one device span of the chain. */
+static void test_trace(void)
+{
+    char path[] = "/tmp/pf_faces_traceXXXXXX";
+    const int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    pf_tracer_params trp = pf_tracer_params_default();
+    trp.path = path;
+    trp.max_events = 4096;
+    trp.gpu = g_dev;
+    pf_tracer *tr = NULL;
+    CHECK_OK(pf_tracer_create(&trp, &tr));
+    REQUIRE(tr);
+    pf_face_tracker_params p = pf_face_tracker_params_default();
+    p.detector = g_det;
+    p.landmarks = g_lm;
+    p.device = g_dev;
+    p.tracer = tr;
+    pf_face_tracker *t = NULL;
+    CHECK_OK(pf_face_tracker_create(&p, &t));
+    REQUIRE(t);
+    for (int i = 0; i < 6; i++) {
+        int n = -1;
+        CHECK_OK(pf_face_tracker_process(t, &g_img, g_gpu, 64, &n));
+        CHECK_EQ_INT(n, 1);
+    }
+    pf_face_tracker_destroy(&t);
+    pf_tracer_destroy(&tr);
+    FILE *f = fopen(path, "rb");
+    REQUIRE(f);
+    static char text[1 << 20];
+    const size_t len = fread(text, 1, sizeof text - 1, f);
+    text[len] = '\0';
+    fclose(f);
+    unlink(path);
+    const int graph = count_of(text, "\"graph launch\""), direct = count_of(text, "\"launch\"");
+    const int waits = count_of(text, "\"wait\""), chains = count_of(text, "\"faces chain");
+    printf("    trace: %d graph launches, %d direct, %d waits, %d device spans\n", graph, direct,
+           waits, chains);
+    CHECK_EQ_INT(graph, 5);
+    CHECK_EQ_INT(direct, 1);
+    CHECK_EQ_INT(waits, 6);
+    CHECK_EQ_INT(chains, 6);
+}
+
 int main(void)
 {
     g_dev = pf_test_cuda_device_or_skip();
@@ -314,6 +370,7 @@ int main(void)
     PF_RUN(test_yuv);
     PF_RUN(test_batch);
     PF_RUN(test_device_frame);
+    PF_RUN(test_trace);
     printf("    worst differences over the run: box %.3f px, landmark %.3f px\n",
            (double)g_worst_box, (double)g_worst_lm);
     pf_frame_unref(&g_img);
