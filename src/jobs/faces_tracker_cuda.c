@@ -375,10 +375,11 @@ pf_status pf_face_gpu_process(pf_face_gpu *g, const pf_frame *const *frames, pf_
         detect |= g->n_tracks[s] == 0 || g->frame_index[s] % g->args.detect_every == 0;
     chain c = {g, detect};
     const int64_t t1 = pf_time_ns();
-    const bool replay = g->graph && g->warm[detect];
+    const bool cached = g->graph && g->warm[detect];
+    bool graphed = false; /* the chain ran as a graph (captured or replayed) */
     st = pf_event_record(g->ev0, g->stream);
     if (st == PF_OK) {
-        if (!replay) {
+        if (!cached) {
             st = run_chain(&c, g->stream);
             g->warm[detect] = st == PF_OK;
         } else {
@@ -399,7 +400,11 @@ pf_status pf_face_gpu_process(pf_face_gpu *g, const pf_frame *const *frames, pf_
                 }
             }
             const size_t len = offsetof(chain_key, f) + (size_t)S * sizeof k.f[0];
+            pf_graph_cache_stats before, after;
+            pf_graph_cache_get_stats(g->gc, &before);
             st = pf_graph_cache_run(g->gc, g->stream, &k, len, run_chain, &c);
+            pf_graph_cache_get_stats(g->gc, &after);
+            graphed = after.replays > before.replays || after.captures > before.captures;
         }
     }
     if (st == PF_OK) st = pf_event_record(g->ev1, g->stream);
@@ -411,7 +416,7 @@ pf_status pf_face_gpu_process(pf_face_gpu *g, const pf_frame *const *frames, pf_
         /* The host's side of a batch: a launch (one graph, or the ops one
          * by one) and a single wait; the device's: one span. */
         pf_trace_span(g->tracer, g->track, "upload", t0, t1, -1, g->batches);
-        pf_trace_span(g->tracer, g->track, replay ? "graph launch" : "launch",
+        pf_trace_span(g->tracer, g->track, graphed ? "graph launch" : "launch",
                       t1, t2, -1, g->batches);
         pf_trace_span(g->tracer, g->track, "wait", t2, t3, -1, g->batches);
         pf_trace_gpu_span(g->tracer, g->gpu_track, detect ? "faces chain (detect)" : "faces chain",
