@@ -437,7 +437,9 @@ typedef struct pf_face_tracker_params {
     int max_faces;                /* 1..256, default 4 (per stream) */
     int detect_every;             /* >= 1, default 1 */
     int streams;                  /* 1..64 streams fed together through
-                                     pf_face_tracker_process_batch; default 1 */
+                                     pf_face_tracker_process_batch; default 1. On
+                                     CUDA streams x max_faces <= 4096 (the landmark
+                                     batch) */
     bool fp16;                    /* CUDA: both models in fp16 (tensor cores); default
                                      false (fp32). The CPU refuses it */
     bool cuda_graph;              /* CUDA: the per-frame chain as one captured graph per

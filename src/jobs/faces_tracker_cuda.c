@@ -136,6 +136,12 @@ pf_status pf_face_gpu_create(const pf_face_gpu_params *p, pf_face_gpu **out)
     if (p->streams < 1 || p->streams > PF_FACE_MAX_STREAMS)
         return pf_set_error(PF_ERR_INVALID, "pf_face_tracker_create: streams %d not in 1..%d",
                             p->streams, PF_FACE_MAX_STREAMS);
+    /* The landmark batch is streams x max_faces crops of 442 KB each (plus
+     * the model's activations): 4096 of them is 1.8 GB of crops already. */
+    if (p->streams * p->slots > 4096)
+        return pf_set_error(PF_ERR_INVALID, "pf_face_tracker_create: streams %d x max_faces %d "
+                            "= %d landmark slots on the GPU; at most 4096", p->streams, p->slots,
+                            p->streams * p->slots);
     pf_face_gpu *g = calloc(1, sizeof *g);
     if (!g) return pf_set_error(PF_ERR_NOMEM, "pf_face_tracker_create: out of memory");
     const int S = p->streams, K = p->slots;
