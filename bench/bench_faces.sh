@@ -5,7 +5,8 @@
 #
 #   bench/bench_faces.sh [--pixflow BIN] [--device SPEC] [--frames F] [--streams N]
 #                        [--faces "1 4 16"] [--precisions "fp32 fp16"]
-#                        [--graphs "graph no-graph"] [--out FILE.jsonl]
+#                        [--graphs "graph no-graph"] [--modes "throughput preload latency"]
+#                        [--out FILE.jsonl]
 #
 # Inputs: bench/faces_clip.py writes 1920x1080 Y4M clips (the astronaut's
 # face tiled, drifting 2 px a frame) into a temporary folder: no ffmpeg
@@ -15,12 +16,17 @@
 #               fps_steady = frames/s after the first 3 batches (plans and
 #               graphs made), gpu_ms_per_batch = CUDA events around the
 #               device chain (uploads excluded);
+#   preload:    the throughput run with --preload: every frame read first
+#               (on CUDA into device memory), so the figure is the tracker's
+#               own (no Y4M reading, no uploads: as frames decoded on the GPU
+#               by NVDEC would arrive);
 #   latency:    one stream, --latency (batch 1): p50/p99 per frame.
 # Floor per case (printed as "kind": "floor"): FLOPs of the detector (one
 # run per frame) plus the landmark model (max_faces runs, the padded batch)
 # from `pixflow model inspect --json`, over the tensor rate, and the bytes a
-# frame must move (the RGB frame up over PCIe; on the device the frame read
-# once, the crops written and read, the weights read) over the bandwidths.
+# frame must move (the I420 frame up over PCIe; on the device the I420 read,
+# the RGB written and read once, the crops written and read, the weights
+# read) over the bandwidths.
 # The rates default to an H100 SXM's data sheet (dense fp16 989 TFLOP/s,
 # fp32 without TF32 67 TFLOP/s, HBM3 3.35 TB/s, PCIe 5 x16 ~55 GB/s in
 # practice); override with TENSOR_FP16, FP32_RATE, HBM_BPS, PCIE_BPS.
@@ -33,6 +39,7 @@ streams=16
 faces_list="1 4 16"
 precisions="fp32 fp16"
 graphs="graph no-graph"
+modes="throughput preload latency"
 out=/dev/stdout
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -43,8 +50,9 @@ while [ $# -gt 0 ]; do
     --faces) faces_list=$2; shift 2 ;;
     --precisions) precisions=$2; shift 2 ;;
     --graphs) graphs=$2; shift 2 ;;
+    --modes) modes=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "bench_faces: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -98,8 +106,14 @@ for nf in $faces_list; do
   for ((i = 0; i < streams; i++)); do inputs+=("$clip"); done
   for prec in $precisions; do
     for graph in $graphs; do
-      run throughput "$nf" "$prec" "$graph" "${inputs[@]}"
-      run latency "$nf" "$prec" "$graph" "$clip" --latency
+      for mode in $modes; do
+        case $mode in
+          throughput) run throughput "$nf" "$prec" "$graph" "${inputs[@]}" ;;
+          preload) run preload "$nf" "$prec" "$graph" "${inputs[@]}" --preload ;;
+          latency) run latency "$nf" "$prec" "$graph" "$clip" --latency ;;
+          *) echo "bench_faces: unknown mode $mode" >&2; exit 2 ;;
+        esac
+      done
     done
   done
   det=$f_short
@@ -112,10 +126,11 @@ fp32 = float(os.environ.get("FP32_RATE", 67e12))
 hbm = float(os.environ.get("HBM_BPS", 3.35e12))
 pcie = float(os.environ.get("PCIE_BPS", 55e9))
 flops = det + nf * lm
-frame = 1920 * 1080 * 3
+frame = 1920 * 1080 * 3 // 2                # I420, as pixflow faces reads videos
+rgb = 1920 * 1080 * 3                       # converted on the device: written once
 crops = nf * 192 * 192 * 3 * 4 * 2          # written, then read by the model
 weights = 4 * (0.15e6 + 0.6e6)              # both models, fp32 (about: params x 4 B)
-dev_bytes = frame + crops + weights
+dev_bytes = frame + 2 * rgb + crops + weights
 print(json.dumps({"kind": "floor", "faces": nf, "flops_per_frame": flops,
   "detector_flops": det, "landmark_flops_per_face": lm,
   "compute_us_fp16": flops / fp16 * 1e6, "compute_us_fp32": flops / fp32 * 1e6,

@@ -108,6 +108,11 @@ t = json.load(open("t.json"))
 spans = [e for e in t["traceEvents"] if e.get("ph") == "X" and e.get("name") == "process"]
 assert len(spans) == 2, len(spans)
 PYEOF
+  # --preload: the same records, frames read before the run; no drawing.
+  "$PIXFLOW" faces "$ASTRO" "$ASTRO" --preload --json-out p.jsonl --quiet >/dev/null || exit 1
+  cmp -s s.jsonl p.jsonl || { echo "FAIL: --preload changed the records"; exit 1; }
+  "$PIXFLOW" faces "$ASTRO" --preload -o x.png --quiet 2>/dev/null
+  [ $? = 2 ] || { echo "FAIL: --preload with -o not refused as usage"; exit 1; }
   "$PIXFLOW" faces "$ASTRO" "$ASTRO" --latency --json --quiet >lat.json || exit 1
   "$PY" -c 'import json; s=json.load(open("lat.json")); assert s["mode"]=="latency" and s["frames"]==2 and s["batches"]==2, s' || exit 1
   if "$PIXFLOW" faces "$ASTRO" --fp16 --quiet 2>err.txt; then echo "FAIL: fp16 on the CPU"; exit 1; fi

@@ -455,7 +455,12 @@ typedef struct pf_face_tracker_params {
 typedef struct pf_face_tracker_stats {
     int64_t batches;              /* process / process_batch calls that ran */
     double gpu_ms;                /* CUDA: mean device time per batch, events around
-                                     the chain (uploads excluded); CPU: 0 */
+                                     the chain (uploads excluded), over the steady
+                                     batches (graph replays; without the graph from
+                                     the 4th batch on): the first batches' events
+                                     also bracket host work (planning, captures).
+                                     Over all batches when none was steady. CPU: 0 */
+    int64_t gpu_batches;          /* batches in gpu_ms's mean (0: it is over all) */
     int64_t graph_captures;       /* CUDA graphs captured */
     int64_t graph_replays;        /* batches served by a replayed graph */
 } pf_face_tracker_stats;

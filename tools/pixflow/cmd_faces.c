@@ -41,6 +41,8 @@ static const cli_option opts[] = {
     {"no-graph", NULL, "CUDA: launch the chain op by op instead of one CUDA graph per batch"},
     {"latency", NULL, "one frame at a time per stream (batch 1): lowest per-frame latency"},
     {"stats", NULL, "print the device, batches, GPU time per batch and graph counts"},
+    {"preload", NULL, "read every input's frames into memory first (CUDA: device memory), "
+                      "then run: the tracker's own throughput, without reading or uploads"},
     {"trace", "FILE", "write a Chrome/Perfetto trace of the run to FILE"},
     {"json", NULL, "print the summary as one JSON object"},
     {"quiet", NULL, "no progress"},
@@ -149,6 +151,8 @@ typedef struct input {
     pf_frame image_frame;          /* an image: its one frame */
     pf_video_reader *r;
     int64_t next;                  /* frames read so far */
+    pf_frame *pre;                 /* --preload: every frame, read before the run */
+    int64_t n_pre;
 } input;
 
 /* Videos are read as I420 (the tracker converts: on CUDA on the device,
@@ -170,6 +174,8 @@ static pf_status input_open(input *in, const char *path, bool rgb)
 
 static void input_close(input *in)
 {
+    for (int64_t i = 0; i < in->n_pre; i++) pf_frame_unref(&in->pre[i]);
+    free(in->pre);
     pf_frame_unref(&in->image_frame);
     pf_video_reader_destroy(&in->r);
 }
@@ -179,7 +185,10 @@ static pf_status input_read(input *in, pf_frame *f)
 {
     if (in->ended) return PF_EOF;
     pf_status st;
-    if (in->image) {
+    if (in->pre) {
+        st = in->next < in->n_pre ? PF_OK : PF_EOF;
+        if (st == PF_OK) pf_frame_ref(f, &in->pre[in->next]);
+    } else if (in->image) {
         st = in->next == 0 ? PF_OK : PF_EOF;
         if (st == PF_OK) pf_frame_ref(f, &in->image_frame);
     } else {
@@ -205,6 +214,9 @@ typedef struct run_state {
     pf_frame *frames;              /* throughput: two rounds of one frame per input */
     pf_frame filler;               /* fed for a stream that has ended (results unused) */
     pf_video_writer *w;
+    bool preload;
+    pf_stream *dstream;            /* --preload on CUDA: the frames' device memory */
+    pf_allocator *dalloc;
     pf_histogram *lat, *lat_warm; /* per frame, from round WARM_ROUNDS on / before */
     int64_t frames_done, faces_done;
     int64_t t_start, t_end;         /* the frame loop (trackers made, models planned) */
@@ -392,6 +404,69 @@ static int run_latency(run_state *rs)
     return rc;
 }
 
+/* --preload: every input's frames read now, and on CUDA copied to device
+ * memory, so the run measures the tracker alone. */
+static int preload(run_state *rs)
+{
+    pf_device *dev = rs->tp.device;
+    const bool cuda = dev && pf_device_get_type(dev) == PF_DEVICE_CUDA;
+    if (cuda) {
+        pf_stream_params sp = pf_stream_params_default();
+        sp.device = dev;
+        pf_allocator_params ap = pf_allocator_params_default();
+        ap.device = dev;
+        ap.name = "faces-preload";
+        if (pf_stream_create(&sp, &rs->dstream) != PF_OK ||
+            pf_allocator_create(&ap, &rs->dalloc) != PF_OK)
+            return fail("--preload");
+    }
+    for (int s = 0; s < rs->n; s++) {
+        input *in = &rs->in[s];
+        pf_frame *pre = NULL; /* attached to the input once all is read */
+        int64_t cap = 0, n = 0;
+        for (;;) {
+            pf_frame f = {0};
+            const pf_status st = input_read(in, &f);
+            if (st == PF_EOF) break;
+            if (st != PF_OK) return fail(in->path);
+            pf_frame *grown = n == cap ? realloc(pre, (size_t)(cap = cap ? 2 * cap : 64) *
+                                                           sizeof *grown)
+                                       : pre;
+            if (!grown) {
+                pf_frame_unref(&f);
+                in->pre = pre; /* freed with the input */
+                in->n_pre = n;
+                return fail("--preload: out of memory");
+            }
+            pre = grown;
+            pf_frame *slot = &pre[n];
+            memset(slot, 0, sizeof *slot);
+            if (!cuda) {
+                *slot = f; /* the reference moves into the array */
+            } else {
+                pf_status cs = pf_frame_alloc(slot, f.format, f.width, f.height, rs->dalloc,
+                                              rs->dstream);
+                if (cs == PF_OK) cs = pf_frame_copy_async(slot, &f, rs->dstream);
+                if (cs == PF_OK) cs = pf_stream_synchronize(rs->dstream);
+                if (cs == PF_OK) pf_frame_copy_props(slot, &f);
+                pf_frame_unref(&f);
+                if (cs != PF_OK) {
+                    pf_frame_unref(slot);
+                    in->pre = pre;
+                    in->n_pre = n;
+                    return fail("--preload");
+                }
+            }
+            n++;
+        }
+        in->pre = pre;
+        in->n_pre = n;
+        in->next = 0;
+        in->ended = n == 0; /* no frame at all */
+    }
+    return CLI_EXIT_OK;
+}
+
 static int run_all(run_state *rs, const char *const *paths)
 {
     int rc = CLI_EXIT_OK;
@@ -412,6 +487,7 @@ static int run_all(run_state *rs, const char *const *paths)
         if (pf_face_tracker_create(&tp, &rs->trackers[i]) != PF_OK) rc = fail(NULL);
     if (rc == CLI_EXIT_OK && rs->output && !rs->in[0].image && open_writer(rs) != PF_OK)
         rc = fail(rs->output);
+    if (rc == CLI_EXIT_OK && rs->preload) rc = preload(rs);
     if (rc == CLI_EXIT_OK &&
         pf_frame_alloc(&rs->filler, PF_PIXFMT_RGB24, 64, 64, NULL, NULL) != PF_OK)
         rc = fail(NULL);
@@ -436,6 +512,9 @@ static void run_free(run_state *rs)
     pf_video_writer_destroy(&rs->w);
     pf_histogram_destroy(&rs->lat);
     pf_histogram_destroy(&rs->lat_warm);
+    if (rs->dstream) pf_stream_synchronize(rs->dstream);
+    pf_allocator_destroy(&rs->dalloc);
+    pf_stream_destroy(&rs->dstream);
     free(rs->trackers);
     free(rs->in);
     free(rs->faces);
@@ -456,9 +535,11 @@ static pf_face_tracker_stats total_stats(const run_state *rs)
         sum.batches += st.batches;
         sum.graph_captures += st.graph_captures;
         sum.graph_replays += st.graph_replays;
-        ms += st.gpu_ms * (double)st.batches;
+        const int64_t w = st.gpu_batches ? st.gpu_batches : st.batches;
+        ms += st.gpu_ms * (double)w;
+        sum.gpu_batches += w;
     }
-    sum.gpu_ms = sum.batches ? ms / (double)sum.batches : 0.0;
+    sum.gpu_ms = sum.gpu_batches ? ms / (double)sum.gpu_batches : 0.0;
     return sum;
 }
 
@@ -518,8 +599,13 @@ int cmd_faces(int argc, char **argv)
     rs.n = a.positional_count;
     rs.quiet = cli_flag(opts, &a, "quiet");
     rs.latency = cli_flag(opts, &a, "latency");
+    rs.preload = cli_flag(opts, &a, "preload");
     rs.tty = isatty(2);
     rs.output = cli_value(opts, &a, "output");
+    if (rs.output && rs.preload) {
+        fprintf(stderr, "pixflow faces: --preload measures the tracker; it does not draw (-o)\n");
+        return CLI_EXIT_USAGE;
+    }
     if (rs.output && a.positional_count > 1) {
         fprintf(stderr, "pixflow faces: -o takes one input (got %d)\n", a.positional_count);
         return CLI_EXIT_USAGE;
@@ -576,12 +662,13 @@ int cmd_faces(int argc, char **argv)
                     "\"latency_p99_ms\": %.3f, \"mode\": \"%s\", \"device\": \"%s\", "
                     "\"precision\": \"%s\", \"graph\": %s, \"batches\": %lld, "
                     "\"gpu_ms_per_batch\": %.4f, \"graph_captures\": %lld, "
-                    "\"graph_replays\": %lld, \"ok\": %s}\n",
+                    "\"graph_replays\": %lld, \"preload\": %s, \"ok\": %s}\n",
                 a.positional_count, (long long)rs.frames_done, (long long)rs.faces_done, fpf, secs,
                 fps, fps_steady, p50, p99, rs.latency ? "latency" : "throughput", dev,
                 tp->fp16 ? "fp16" : "fp32", cuda && tp->cuda_graph ? "true" : "false",
                 (long long)st.batches, st.gpu_ms, (long long)st.graph_captures,
-                (long long)st.graph_replays, rc == CLI_EXIT_OK ? "true" : "false");
+                (long long)st.graph_replays, rs.preload ? "true" : "false",
+                rc == CLI_EXIT_OK ? "true" : "false");
     } else {
         fprintf(so, "faces: %d streams, %lld frames, %lld faces (%.2f per frame), %.2f s "
                     "(%.1f frames/s; %.1f after the first %d batches)\n"
