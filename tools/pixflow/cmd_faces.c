@@ -657,18 +657,31 @@ int cmd_faces(int argc, char **argv)
     FILE *so = rs.jsonl == stdout ? stderr : stdout;
     if (rc != CLI_EXIT_OK && rs.frames_done == 0) return rc; /* nothing ran: the message says why */
     if (cli_flag(opts, &a, "json")) {
-        fprintf(so, "{\"streams\": %d, \"frames\": %lld, \"faces\": %lld, \"faces_per_frame\": %.3f, "
-                    "\"seconds\": %.3f, \"fps\": %.2f, \"fps_steady\": %.2f, \"latency_p50_ms\": %.3f, "
-                    "\"latency_p99_ms\": %.3f, \"mode\": \"%s\", \"device\": \"%s\", "
-                    "\"precision\": \"%s\", \"graph\": %s, \"batches\": %lld, "
-                    "\"gpu_ms_per_batch\": %.4f, \"graph_captures\": %lld, "
-                    "\"graph_replays\": %lld, \"preload\": %s, \"ok\": %s}\n",
-                a.positional_count, (long long)rs.frames_done, (long long)rs.faces_done, fpf, secs,
-                fps, fps_steady, p50, p99, rs.latency ? "latency" : "throughput", dev,
-                tp->fp16 ? "fp16" : "fp32", cuda && tp->cuda_graph ? "true" : "false",
-                (long long)st.batches, st.gpu_ms, (long long)st.graph_captures,
-                (long long)st.graph_replays, rs.preload ? "true" : "false",
-                rc == CLI_EXIT_OK ? "true" : "false");
+        cli_json j;
+        cli_json_init(&j, so);
+        cli_json_object_begin(&j, NULL);
+        cli_json_int(&j, "streams", a.positional_count);
+        cli_json_int(&j, "frames", (long long)rs.frames_done);
+        cli_json_int(&j, "faces", (long long)rs.faces_done);
+        cli_json_double(&j, "faces_per_frame", fpf);
+        cli_json_double(&j, "seconds", secs);
+        cli_json_double(&j, "fps", fps);
+        cli_json_double(&j, "fps_steady", fps_steady);
+        cli_json_double(&j, "latency_p50_ms", p50);
+        cli_json_double(&j, "latency_p99_ms", p99);
+        cli_json_string(&j, "mode", rs.latency ? "latency" : "throughput");
+        cli_json_string(&j, "device", dev);
+        cli_json_string(&j, "precision", tp->fp16 ? "fp16" : "fp32");
+        cli_json_bool(&j, "graph", cuda && tp->cuda_graph);
+        cli_json_bool(&j, "preload", rs.preload);
+        cli_json_int(&j, "batches", (long long)st.batches);
+        cli_json_double(&j, "gpu_ms_per_batch", st.gpu_ms);
+        cli_json_int(&j, "gpu_batches", (long long)st.gpu_batches);
+        cli_json_int(&j, "graph_captures", (long long)st.graph_captures);
+        cli_json_int(&j, "graph_replays", (long long)st.graph_replays);
+        cli_json_bool(&j, "ok", rc == CLI_EXIT_OK);
+        cli_json_object_end(&j);
+        cli_json_finish(&j);
     } else {
         fprintf(so, "faces: %d streams, %lld frames, %lld faces (%.2f per frame), %.2f s "
                     "(%.1f frames/s; %.1f after the first %d batches)\n"
