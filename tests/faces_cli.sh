@@ -3,7 +3,7 @@
 #
 #   faces_cli.sh CASE PIXFLOW SOURCE_DIR WORKDIR
 #
-# CASE: image video messi blank bad_model. The JSON Lines are checked with
+# CASE: image video messi blank streams bad_model. The JSON Lines are checked with
 # Debian's python3 (/usr/bin/python3). Models come from pf_model_find
 # ($PIXFLOW_MODELS or the source tree's node_modules, installed by
 # scripts/setup.sh). Exit 0 pass, 1 fail, 77 skipped (models, images or
@@ -88,6 +88,35 @@ blank)
   ffmpeg -loglevel error -y -f lavfi -i color=c=gray:s=640x480 -frames:v 1 blank.png || exit 1
   "$PIXFLOW" faces blank.png --json-out b.jsonl --quiet || exit 1
   check_jsonl b.jsonl 'assert len(recs) == 1 and recs[0]["faces"] == []' || exit 1
+  ;;
+streams)
+  # Two streams in one run (batched), then --latency (one tracker each):
+  # a record per stream, the summary's fields, the trace's spans.
+  "$PIXFLOW" faces "$ASTRO" "$ASTRO" --json-out s.jsonl --stats --trace t.json --json \
+    >sum.json || exit 1
+  check_jsonl s.jsonl '
+assert sorted(r["stream"] for r in recs) == [0, 1], recs
+assert all(len(r["faces"]) == 1 and r["faces"][0]["id"] == 1 for r in recs)
+' || exit 1
+  "$PY" - <<'PYEOF' || exit 1
+import json
+s = json.load(open("sum.json"))
+assert s["streams"] == 2 and s["frames"] == 2 and s["faces"] == 2 and s["ok"], s
+assert s["mode"] == "throughput" and s["device"] == "cpu" and s["batches"] == 1, s
+assert s["latency_p99_ms"] >= s["latency_p50_ms"] > 0, s
+t = json.load(open("t.json"))
+spans = [e for e in t["traceEvents"] if e.get("ph") == "X" and e.get("name") == "process"]
+assert len(spans) == 2, len(spans)
+PYEOF
+  # --preload: the same records, frames read before the run; no drawing.
+  "$PIXFLOW" faces "$ASTRO" "$ASTRO" --preload --json-out p.jsonl --quiet >/dev/null || exit 1
+  cmp -s s.jsonl p.jsonl || { echo "FAIL: --preload changed the records"; exit 1; }
+  "$PIXFLOW" faces "$ASTRO" --preload -o x.png --quiet 2>/dev/null
+  [ $? = 2 ] || { echo "FAIL: --preload with -o not refused as usage"; exit 1; }
+  "$PIXFLOW" faces "$ASTRO" "$ASTRO" --latency --json --quiet >lat.json || exit 1
+  "$PY" -c 'import json; s=json.load(open("lat.json")); assert s["mode"]=="latency" and s["frames"]==2 and s["batches"]==2, s' || exit 1
+  if "$PIXFLOW" faces "$ASTRO" --fp16 --quiet 2>err.txt; then echo "FAIL: fp16 on the CPU"; exit 1; fi
+  grep -q "fp16 needs a CUDA device" err.txt || { echo "FAIL: message: $(cat err.txt)"; exit 1; }
   ;;
 bad_model)
   det=$SRC/node_modules/@mediapipe/face_detection/face_detection_short_range.tflite

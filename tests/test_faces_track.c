@@ -3,10 +3,13 @@
  * against a hand-measured box), a blank frame none, a frame of 2 x 2
  * astronaut faces four with distinct ids, ids stable over a moving crop,
  * the detector skipped between detection frames, models with the wrong
- * outputs refused naming the expected shapes. messi5.jpg: what it finds is
+ * outputs refused naming the expected shapes, several streams fed as one
+ * batch (the same faces as separate trackers), an I420 frame (converted by
+ * the tracker). messi5.jpg: what it finds is
  * printed (one face, the player's; see docs/faces.md).
  * Skips (77) when the models (node_modules/@mediapipe, face_landmark.tflite
  * from scripts/setup.sh, or $PF_FACE_LANDMARK_MODEL) or images are absent. */
+#include <math.h>
 #include <unistd.h>
 
 #include "jobs/faces_impl.h"
@@ -204,6 +207,92 @@ static void test_wrong_models(void)
     CHECK(pf_face_tracker_create(&p, &t) == PF_ERR_INVALID);
 }
 
+static void test_streams(void)
+{
+    /* Several streams on the CPU: each stream is its own tracker, so a
+     * batch gives what separate trackers give; a one-frame call and a batch
+     * of the wrong size are refused naming the count; fp16 needs CUDA. */
+    pf_face_tracker_params p = pf_face_tracker_params_default();
+    p.detector = g_det;
+    p.landmarks = g_lm;
+    p.streams = 2;
+    pf_face_tracker *t = NULL, *one = make(4, 1);
+    CHECK_OK(pf_face_tracker_create(&p, &t));
+    REQUIRE(t && one);
+    pf_frame b;
+    REQUIRE(pf_frame_alloc(&b, PF_PIXFMT_RGB24, 320, 240, NULL, NULL) == PF_OK);
+    for (int y = 0; y < 240; y++) memset(b.data[0] + (size_t)y * b.stride[0], 0, 320 * 3);
+    static pf_face two[2 * 4], ref[4];
+    for (int i = 0; i < 3; i++) {
+        const pf_frame *in[2] = {&b, &g_img};
+        int n[2] = {-1, -1}, nr = -1;
+        CHECK_OK(pf_face_tracker_process_batch(t, in, 2, two, 4, n));
+        CHECK_OK(pf_face_tracker_process(one, &g_img, ref, 4, &nr));
+        CHECK_EQ_INT(n[0], 0);
+        CHECK_EQ_INT(n[1], 1);
+        CHECK_EQ_INT(nr, 1);
+        if (n[1] == 1 && nr == 1) CHECK(memcmp(&two[4], &ref[0], sizeof ref[0]) == 0);
+    }
+    int n1 = -1;
+    CHECK(pf_face_tracker_process(t, &g_img, two, 4, &n1) == PF_ERR_INVALID);
+    CHECK(strstr(pf_last_error(), "2 streams") != NULL);
+    const pf_frame *in1[1] = {&g_img};
+    int n[2];
+    CHECK(pf_face_tracker_process_batch(t, in1, 1, two, 4, n) == PF_ERR_INVALID);
+    pf_face_tracker_stats st;
+    CHECK_OK(pf_face_tracker_get_stats(t, &st));
+    CHECK(st.batches == 3 && st.graph_captures == 0 && st.gpu_ms == 0.0);
+    pf_face_tracker_destroy(&t);
+    pf_face_tracker_destroy(&one);
+    p.streams = 1;
+    p.fp16 = true;
+    CHECK(pf_face_tracker_create(&p, &t) == PF_ERR_UNSUPPORTED && t == NULL);
+    p.fp16 = false;
+    p.streams = 65;
+    CHECK(pf_face_tracker_create(&p, &t) == PF_ERR_INVALID && t == NULL);
+    pf_frame_unref(&b);
+}
+
+/* frame f as I420 (BT.601 limited, pixflow's CPU conversion) in *out. */
+static void to_i420(const pf_frame *f, pf_frame *out)
+{
+    pf_stream *s = NULL;
+    pf_ops *ops = NULL;
+    REQUIRE(pf_stream_create(NULL, &s) == PF_OK);
+    pf_ops_params op = pf_ops_params_default();
+    op.stream = s;
+    REQUIRE(pf_ops_create(&op, &ops) == PF_OK);
+    REQUIRE(pf_frame_alloc(out, PF_PIXFMT_I420, f->width, f->height, NULL, NULL) == PF_OK);
+    CHECK_OK(pf_ops_convert(ops, f, out, NULL));
+    pf_ops_destroy(&ops);
+    pf_stream_destroy(&s);
+}
+
+static void test_yuv_input(void)
+{
+    /* An I420 frame is converted by the tracker and gives the RGB frame's
+     * face (the round trip through 4:2:0 moves the box by a pixel or so). */
+    pf_frame yuv;
+    to_i420(&g_img, &yuv);
+    pf_face_tracker *a = make(4, 1), *b = make(4, 1);
+    REQUIRE(a && b);
+    static pf_face fy[4], fr[4];
+    int ny = -1, nr = -1;
+    CHECK_OK(pf_face_tracker_process(a, &yuv, fy, 4, &ny));
+    CHECK_OK(pf_face_tracker_process(b, &g_img, fr, 4, &nr));
+    CHECK_EQ_INT(ny, 1);
+    CHECK_EQ_INT(nr, 1);
+    if (ny == 1 && nr == 1) {
+        float d = 0.0f;
+        for (int q = 0; q < 4; q++) d = fmaxf(d, fabsf(fy[0].box[q] - fr[0].box[q]));
+        printf("    I420 vs RGB24: box differs by %.2f px\n", (double)d);
+        CHECK(d < 3.0f);
+    }
+    pf_face_tracker_destroy(&a);
+    pf_face_tracker_destroy(&b);
+    pf_frame_unref(&yuv);
+}
+
 static void test_model_names(void)
 {
     /* The job's default names resolve through pf_model_find (the source
@@ -244,6 +333,8 @@ int main(void)
     PF_RUN(test_moving_ids);
     PF_RUN(test_messi);
     PF_RUN(test_wrong_models);
+    PF_RUN(test_streams);
+    PF_RUN(test_yuv_input);
     PF_RUN(test_model_names);
     pf_frame_unref(&g_img);
     return pf_test_finish();

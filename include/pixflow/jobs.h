@@ -66,6 +66,7 @@
 #include "frame.h"
 #include "io.h"
 #include "ops.h"
+#include "prof.h"
 
 PF_BEGIN_DECLS
 
@@ -399,7 +400,16 @@ PF_API pf_status pf_reproject_start(const pf_reproject_params *p, pf_job **out);
  * to a tracked face keeps that face's id, others start new ids; every
  * tracked face is cropped (rotated by its eyes, MediaPipe's ROI rules) into
  * one landmark batch; a face whose face flag falls under 0.5 is dropped, and
- * the next frame's crop comes from this frame's landmarks. */
+ * the next frame's crop comes from this frame's landmarks.
+ *
+ * On a CUDA device the same chain runs on the device on one stream: the
+ * frames are copied up, then letterbox + detector + decoding + weighted NMS
+ * + matching + rotated crops + landmark model (one batch of streams x
+ * max_faces, padded) + mapping to pixels + dropping lost faces, with the
+ * tracker's state in device memory and one copy of the results back: the
+ * host waits once per batch. With cuda_graph that chain is one CUDA graph
+ * per frame shape. Results agree with the CPU's within the tolerances
+ * tests/cuda/test_cuda_faces_tracker.c states. */
 
 #define PF_FACE_KEYPOINTS 6      /* right eye, left eye, nose tip, mouth, right ear, left ear
                                     (the subject's right: the image's left) */
@@ -422,10 +432,38 @@ typedef struct pf_face_tracker_params {
                                      (short range, 128x128: faces within ~2 m); or
                                      "face_detection_full" (192x192, smaller faces) */
     const char *landmarks;        /* NULL = "face_landmark" */
-    pf_device *device;            /* NULL = the CPU (the only one so far); borrowed */
-    int max_faces;                /* 1..256, default 4 */
+    pf_device *device;            /* NULL = the CPU; or a CUDA device (the whole chain
+                                     on the device, see below); borrowed */
+    int max_faces;                /* 1..256, default 4 (per stream) */
     int detect_every;             /* >= 1, default 1 */
+    int streams;                  /* 1..64 streams fed together through
+                                     pf_face_tracker_process_batch; default 1. On
+                                     CUDA streams x max_faces <= 4096 (the landmark
+                                     batch) */
+    bool fp16;                    /* CUDA: both models in fp16 (tensor cores); default
+                                     false (fp32). The CPU refuses it */
+    bool cuda_graph;              /* CUDA: the per-frame chain as one captured graph per
+                                     frame shape, replayed (default true); false
+                                     launches it op by op (to compare) */
+    pf_tracer *tracer;            /* NULL = none; else per batch host spans ("upload",
+                                     "launch", "wait", "results" on track "faces") and on
+                                     CUDA the chain's device span ("faces chain");
+                                     borrowed, must outlive the tracker */
 } pf_face_tracker_params;
+
+/* Per-tracker counters (pf_face_tracker_get_stats). */
+typedef struct pf_face_tracker_stats {
+    int64_t batches;              /* process / process_batch calls that ran */
+    double gpu_ms;                /* CUDA: mean device time per batch, events around
+                                     the chain (uploads excluded), over the steady
+                                     batches (graph replays; without the graph from
+                                     the 4th batch on): the first batches' events
+                                     also bracket host work (planning, captures).
+                                     Over all batches when none was steady. CPU: 0 */
+    int64_t gpu_batches;          /* batches in gpu_ms's mean (0: it is over all) */
+    int64_t graph_captures;       /* CUDA graphs captured */
+    int64_t graph_replays;        /* batches served by a replayed graph */
+} pf_face_tracker_stats;
 
 typedef struct pf_face_tracker pf_face_tracker;
 
@@ -434,14 +472,25 @@ PF_API pf_face_tracker_params pf_face_tracker_params_default(void);
  * expected shapes, for a model whose input or outputs are not a face
  * detector's ([N,128,128,3] -> [N,896,16] + [N,896,1], or the full range's
  * 192 / 2304) or the landmark model's ([N,192,192,3] -> [N,1,1,1404] +
- * [N,1,1,1]); PF_ERR_UNSUPPORTED for a CUDA device (not yet). */
+ * [N,1,1,1]); PF_ERR_UNSUPPORTED for fp16 on the CPU. */
 PF_API pf_status pf_face_tracker_create(const pf_face_tracker_params *p, pf_face_tracker **out);
-/* Feeds the stream's next frame (RGB24, BGR24 or RGBA host memory) and
+/* Feeds the stream's next frame (RGB24, BGR24, RGBA, NV12 or I420, the YUV
+ * ones converted with their own colour matrix: on CUDA after the upload, on
+ * the device; host memory, on CUDA also device memory) of a one-stream
+ * tracker and
  * writes up to cap faces (oldest id first) and their count to *n_faces.
  * Not thread-safe: one thread at a time per tracker; trackers are
  * independent. */
 PF_API pf_status pf_face_tracker_process(pf_face_tracker *t, const pf_frame *f, pf_face *faces,
                                          int cap, int *n_faces);
+/* The next frame of each of the tracker's `streams` streams at once
+ * (frames[s] for stream s; n must equal streams): detection and landmarks
+ * run batched across them. Stream s's faces go to faces[s * cap ..], its
+ * count to n_faces[s]. Frames may be host memory or, on CUDA, device memory
+ * of the tracker's device. */
+PF_API pf_status pf_face_tracker_process_batch(pf_face_tracker *t, const pf_frame *const *frames,
+                                               int n, pf_face *faces, int cap, int *n_faces);
+PF_API pf_status pf_face_tracker_get_stats(const pf_face_tracker *t, pf_face_tracker_stats *out);
 PF_API void pf_face_tracker_destroy(pf_face_tracker **t);
 
 PF_END_DECLS

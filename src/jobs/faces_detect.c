@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../core/error.h"
-#include "faces_impl.h"
+#include "faces_geom.h"
 
 pf_face_anchor_options pf_face_anchor_options_for(pf_face_model m)
 {
@@ -81,8 +81,7 @@ int pf_face_anchors(const pf_face_anchor_options *o, pf_face_anchor *out, int ca
 
 float pf_face_score(float logit)
 {
-    const float c = logit < -100.0f ? -100.0f : (logit > 100.0f ? 100.0f : logit);
-    return 1.0f / (1.0f + expf(-c));
+    return pf_fg_score(logit);
 }
 
 pf_face_det pf_face_decode_one(const float *reg, const float *cls, const pf_face_anchor *anchors,
@@ -108,13 +107,7 @@ pf_face_det pf_face_decode_one(const float *reg, const float *cls, const pf_face
 
 float pf_face_iou(const float *a, const float *b)
 {
-    const float aa = (a[2] - a[0]) * (a[3] - a[1]), ab = (b[2] - b[0]) * (b[3] - b[1]);
-    if (!(aa > 0.0f) || !(ab > 0.0f)) return 0.0f;
-    const float iw = fminf(a[2], b[2]) - fmaxf(a[0], b[0]);
-    const float ih = fminf(a[3], b[3]) - fmaxf(a[1], b[1]);
-    if (iw <= 0.0f || ih <= 0.0f) return 0.0f;
-    const float inter = iw * ih;
-    return inter / (aa + ab - inter);
+    return pf_fg_iou(a, b);
 }
 
 /* Descending score, then ascending index: a total order, so the CPU and the

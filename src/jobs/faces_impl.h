@@ -36,6 +36,7 @@
 
 #include "pixflow/core.h"
 #include "pixflow/jobs.h"
+#include "pixflow/nn.h"
 
 /* PF_FACE_KEYPOINTS and PF_FACE_LANDMARKS come from pixflow/jobs.h. */
 #define PF_FACE_COORDS 16        /* regressors per anchor: 4 box + 6 x 2 keypoints */
@@ -148,5 +149,95 @@ typedef struct pf_face_cuda_detect {
     int *counts;
 } pf_face_cuda_detect;
 pf_status pf_cuda_face_detect(const pf_face_cuda_detect *p, void *stream);
+
+/* The device-resident tracker's kernels (src/cuda/face_track.cu), driven by
+ * src/jobs/faces_tracker_cuda.c. S streams of `slots` (max_faces) faces
+ * each; every array below is device memory laid out [stream][slot]. All
+ * per-frame decisions (detect or track, matching, new ids, dropping lost
+ * and duplicate faces) are taken on the device from the state it keeps, so
+ * the host never reads a count between the steps; the only copy back is
+ * the `out` block. The rules are the CPU tracker's (faces_tracker.c). */
+#define PF_FACE_MAX_STREAMS 64
+#define PF_FACE_LOST_FLAG 0.5f    /* face flag (sigmoid) under this: the face is lost */
+#define PF_FACE_MATCH_IOU 0.3f    /* detection to track matching */
+#define PF_FACE_MERGE_IOU 0.5f    /* tracks overlapping more are one face */
+
+typedef struct pf_face_dtrack {
+    int id;
+    float det_score;
+    float box[4];                 /* last landmark box (or detection box), pixels */
+    pf_face_roi roi;              /* the crop of the coming landmark run */
+} pf_face_dtrack;
+
+typedef struct pf_face_dhdr {
+    int n_tracks;                 /* tracks[0..n_tracks) live */
+    int next_id;                  /* from 1, never reused */
+    int frame;                    /* frames processed */
+    int pad;
+} pf_face_dhdr;
+
+/* One stream's frame as the kernels read it (device memory, packed RGB24,
+ * BGR24 or RGBA) and the detector letterbox that maps its detections back. */
+typedef struct pf_face_cuda_src {
+    const unsigned char *data;
+    long long stride;             /* bytes between rows */
+    int width, height, channels, swap;
+    float lb_scale_x, lb_scale_y, lb_pad_left, lb_pad_top;
+} pf_face_cuda_src;
+
+typedef struct pf_face_cuda_track {
+    int streams, slots, detect_every;
+    float det_size;               /* detector input side, pixels */
+    const pf_face_det *dets;      /* [S][det_max] normalised; NULL: no detector ran */
+    const int *det_counts;        /* [S] */
+    int det_max;
+    pf_face_dhdr *hdr;            /* [S] */
+    pf_face_dtrack *tracks;       /* [S][slots] */
+    void *items;                  /* [S * slots] crop items (pf_cr_item), scratch */
+    float *crops;                 /* [S * slots][192][192][3]: the landmark input */
+    const float *lm_pts;          /* [S * slots][468 * 3]: the landmark output */
+    const float *lm_flag;         /* [S * slots] face flag logits */
+    float *lm;                    /* [S * slots][468][3] scratch: landmarks in pixels */
+    float *slot_box;              /* [S * slots][4] scratch */
+    float *slot_presence;         /* [S * slots] scratch */
+    pf_face *out;                 /* [S][slots]: the frame's faces, compact */
+    int *out_counts;              /* [S] */
+    pf_face_cuda_src src[PF_FACE_MAX_STREAMS];
+} pf_face_cuda_track;
+
+/* Before the landmark model: detections into tracks, the crop items, the
+ * rotated crops into `crops`. After it: landmarks to pixels, lost and
+ * duplicate faces dropped, next ROIs, `out` written. Asynchronous on
+ * stream, nothing allocated: capturable. */
+pf_status pf_cuda_face_track_pre(const pf_face_cuda_track *p, void *stream);
+pf_status pf_cuda_face_track_post(const pf_face_cuda_track *p, void *stream);
+
+/* The models as the tracker validated them (faces_tracker.c): borrowed by
+ * the CUDA driver. */
+typedef struct pf_face_models {
+    pf_model *det, *lm;
+    int det_reg, det_cls;         /* detector output indices: [N,A,16], [N,A,1] */
+    int lm_pts, lm_flag;          /* landmark output indices: [N,1,1,1404], [N,1,1,1] */
+    int det_size;                 /* 128 or 192 */
+    pf_face_decode_params dp;
+    const pf_face_anchor *anchors;
+} pf_face_models;
+
+/* The CUDA driver (faces_tracker_cuda.c; CUDA builds only). process takes
+ * `streams` frames (one per stream, in stream order) and writes stream s's
+ * faces to faces[s * cap ..] and their count to n_faces[s]. */
+typedef struct pf_face_gpu pf_face_gpu;
+typedef struct pf_face_gpu_params {
+    pf_device *device;
+    pf_face_models models;
+    int streams, slots, detect_every;
+    bool fp16, cuda_graph;
+    pf_tracer *tracer;            /* borrowed, may be NULL */
+} pf_face_gpu_params;
+pf_status pf_face_gpu_create(const pf_face_gpu_params *p, pf_face_gpu **out);
+void pf_face_gpu_destroy(pf_face_gpu **g);
+pf_status pf_face_gpu_process(pf_face_gpu *g, const pf_frame *const *frames, pf_face *faces,
+                              int cap, int *n_faces);
+void pf_face_gpu_stats(const pf_face_gpu *g, pf_face_tracker_stats *out);
 
 #endif

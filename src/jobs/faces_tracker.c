@@ -14,9 +14,12 @@
  *   runs once; a face whose face flag (sigmoid) is under 0.5 is dropped (the
  *   face was lost: the next frame detects again). Tracks whose landmark boxes
  *   overlap (IoU > 0.5) are merged, keeping the older id.
- * - This file is the host-side driver: on the CPU everything is
- *   synchronous. The CUDA kernels (face_detect.cu, crop_rotated.cu) exist for
- *   the device-resident version; this driver does not use them yet.
+ * - This file loads and checks the models for both backends and is the
+ *   CPU driver (everything synchronous). On a CUDA device the same rules
+ *   run device-resident (faces_tracker_cuda.c, src/cuda/face_track.cu).
+ * - Several streams (params.streams > 1): the CUDA driver batches them; on
+ *   the CPU the tracker holds one single-stream tracker per stream and
+ *   runs them in turn (the CPU executor gains nothing from a batch).
  * Ids count up from 1 per tracker and are never reused. */
 #include <math.h>
 #include <stdio.h>
@@ -24,13 +27,13 @@
 #include <string.h>
 
 #include "../core/error.h"
-#include "faces_impl.h"
+#include "faces_geom.h"
 #include "pixflow/nn.h"
 #include "pixflow/ops.h"
 
-#define LOST_FLAG 0.5f
-#define MATCH_IOU 0.3f
-#define MERGE_IOU 0.5f
+#define LOST_FLAG PF_FACE_LOST_FLAG
+#define MATCH_IOU PF_FACE_MATCH_IOU
+#define MERGE_IOU PF_FACE_MERGE_IOU
 
 typedef struct track {
     int id;
@@ -57,6 +60,15 @@ struct pf_face_tracker {
     track *tracks, *next;
     int n_tracks;
     float *lm;                /* max_faces x 468 x 3, this frame's landmarks */
+    pf_frame rgb;             /* an NV12/I420 frame converted (CPU) */
+    int streams;
+    pf_face_tracker **subs;   /* CPU, streams > 1: one tracker per stream */
+    int64_t batches;
+    pf_tracer *tracer;
+    int track;
+#ifdef PF_HAVE_CUDA
+    pf_face_gpu *gpu;         /* CUDA: the device-resident driver */
+#endif
 };
 
 pf_face_tracker_params pf_face_tracker_params_default(void)
@@ -65,6 +77,8 @@ pf_face_tracker_params pf_face_tracker_params_default(void)
     memset(&p, 0, sizeof p);
     p.max_faces = 4;
     p.detect_every = 1;
+    p.streams = 1;
+    p.cuda_graph = true;
     return p;
 }
 
@@ -124,9 +138,21 @@ pf_status pf_face_tracker_create(const pf_face_tracker_params *p, pf_face_tracke
 {
     PF_CHECK_ARG(p && out, "pf_face_tracker_create", "params or out is NULL");
     *out = NULL;
-    if (p->device && pf_device_props_get(p->device)->type != PF_DEVICE_CPU)
-        return pf_set_error(PF_ERR_UNSUPPORTED, "pf_face_tracker_create: only the CPU so far "
-                            "(the device-resident CUDA driver is not written yet)");
+    const bool cuda = p->device && pf_device_props_get(p->device)->type == PF_DEVICE_CUDA;
+    if (p->device && !cuda && pf_device_props_get(p->device)->type != PF_DEVICE_CPU)
+        return pf_set_error(PF_ERR_UNSUPPORTED, "pf_face_tracker_create: device %s: the "
+                            "tracker runs on the CPU or a CUDA device",
+                            pf_device_spec(p->device));
+#ifndef PF_HAVE_CUDA
+    if (cuda)
+        return pf_set_error(PF_ERR_UNSUPPORTED, "pf_face_tracker_create: this build has no CUDA");
+#endif
+    if (!cuda && p->fp16)
+        return pf_set_error(PF_ERR_UNSUPPORTED, "pf_face_tracker_create: fp16 needs a CUDA "
+                            "device (the CPU executor is fp32)");
+    if (p->streams < 1 || p->streams > PF_FACE_MAX_STREAMS)
+        return pf_set_error(PF_ERR_INVALID, "pf_face_tracker_create: streams %d not in 1..%d",
+                            p->streams, PF_FACE_MAX_STREAMS);
     if (p->max_faces < 1 || p->max_faces > 256)
         return pf_set_error(PF_ERR_INVALID, "pf_face_tracker_create: max_faces %d not in 1..256",
                             p->max_faces);
@@ -138,8 +164,24 @@ pf_status pf_face_tracker_create(const pf_face_tracker_params *p, pf_face_tracke
     t->max_faces = p->max_faces;
     t->detect_every = p->detect_every;
     t->next_id = 1;
+    t->streams = p->streams;
+    t->tracer = p->tracer;
+    t->track = p->tracer ? pf_trace_track(p->tracer, "faces") : -1;
     pf_status st;
     char det_path[4096], lm_path[4096];
+    if (!cuda && p->streams > 1) {
+        t->subs = calloc((size_t)p->streams, sizeof *t->subs);
+        if (!t->subs) {
+            st = pf_set_error(PF_ERR_NOMEM, "pf_face_tracker_create: out of memory");
+            goto fail;
+        }
+        pf_face_tracker_params one = *p;
+        one.streams = 1;
+        for (int i = 0; i < p->streams; i++)
+            if ((st = pf_face_tracker_create(&one, &t->subs[i])) != PF_OK) goto fail;
+        *out = t;
+        return PF_OK;
+    }
     if ((st = pf_stream_create(NULL, &t->stream)) != PF_OK) goto fail;
     pf_ops_params op = pf_ops_params_default();
     op.stream = t->stream;
@@ -183,6 +225,24 @@ pf_status pf_face_tracker_create(const pf_face_tracker_params *p, pf_face_tracke
                       "[N,1,1,1404] (468 x 3 landmarks) and [N,1,1,1] (face flag)", 0, 1404, 1,
                       &t->lm_pts, &t->lm_flag);
     if (st != PF_OK) goto fail;
+#ifdef PF_HAVE_CUDA
+    if (cuda) {
+        pf_face_gpu_params gp;
+        memset(&gp, 0, sizeof gp);
+        gp.device = p->device;
+        gp.models = (pf_face_models){t->det_m, t->lm_m,     t->det_reg, t->det_cls, t->lm_pts,
+                                     t->lm_flag, t->input, t->dp,      t->anchors};
+        gp.streams = p->streams;
+        gp.slots = p->max_faces;
+        gp.detect_every = p->detect_every;
+        gp.fp16 = p->fp16;
+        gp.cuda_graph = p->cuda_graph;
+        gp.tracer = p->tracer;
+        if ((st = pf_face_gpu_create(&gp, &t->gpu)) != PF_OK) goto fail;
+        *out = t;
+        return PF_OK;
+    }
+#endif
 
     pf_nn_exec_params xp = pf_nn_exec_params_default();
     if ((st = pf_nn_exec_create(t->det_m, &xp, &t->det_x)) != PF_OK) goto fail;
@@ -218,6 +278,11 @@ void pf_face_tracker_destroy(pf_face_tracker **tp)
 {
     if (!tp || !*tp) return;
     pf_face_tracker *t = *tp;
+#ifdef PF_HAVE_CUDA
+    pf_face_gpu_destroy(&t->gpu); /* before the models it borrows */
+#endif
+    for (int i = 0; t->subs && i < t->streams; i++) pf_face_tracker_destroy(&t->subs[i]);
+    free(t->subs);
     pf_nn_exec_destroy(&t->det_x);
     pf_nn_exec_destroy(&t->lm_x);
     pf_model_free(&t->det_m);
@@ -235,6 +300,7 @@ void pf_face_tracker_destroy(pf_face_tracker **tp)
     free(t->tracks);
     free(t->next);
     free(t->lm);
+    pf_frame_unref(&t->rgb);
     free(t);
     *tp = NULL;
 }
@@ -309,12 +375,15 @@ static void associate(pf_face_tracker *t, int n_det)
  * mouth centre, ear tragions (subject's right first). */
 static void keypoints_from_mesh(const float *lm, float kp[PF_FACE_KEYPOINTS][2])
 {
-    static const int pairs[PF_FACE_KEYPOINTS][2] = {{33, 133}, {362, 263}, {1, 1},
-                                                    {13, 14},  {234, 234}, {454, 454}};
-    for (int k = 0; k < PF_FACE_KEYPOINTS; k++)
-        for (int c = 0; c < 2; c++)
-            kp[k][c] = 0.5f * (lm[3 * pairs[k][0] + c] + lm[3 * pairs[k][1] + c]);
+    for (int k = 0; k < PF_FACE_KEYPOINTS; k++) {
+        int a, b;
+        pf_fg_keypoint_pair(k, &a, &b);
+        for (int c = 0; c < 2; c++) kp[k][c] = 0.5f * (lm[3 * a + c] + lm[3 * b + c]);
+    }
 }
+
+static pf_status process_cpu(pf_face_tracker *t, const pf_frame *f, pf_face *faces, int cap,
+                             int *n_faces);
 
 pf_status pf_face_tracker_process(pf_face_tracker *t, const pf_frame *f, pf_face *faces, int cap,
                                   int *n_faces)
@@ -322,6 +391,34 @@ pf_status pf_face_tracker_process(pf_face_tracker *t, const pf_frame *f, pf_face
     PF_CHECK_ARG(t && f && n_faces && (faces || cap == 0), "pf_face_tracker_process",
                  "tracker, frame, faces or n_faces is NULL");
     *n_faces = 0;
+    if (t->streams != 1)
+        return pf_set_error(PF_ERR_INVALID, "pf_face_tracker_process: the tracker has %d "
+                            "streams; feed them with pf_face_tracker_process_batch", t->streams);
+    t->batches++;
+#ifdef PF_HAVE_CUDA
+    if (t->gpu) return pf_face_gpu_process(t->gpu, &f, faces, cap, n_faces);
+#endif
+    const int64_t t0 = t->tracer ? pf_time_ns() : 0;
+    pf_status st = PF_OK;
+    if (f->format == PF_PIXFMT_NV12 || f->format == PF_PIXFMT_I420) {
+        /* The crop samples RGB: convert once, then detect and crop from it. */
+        if (!t->rgb.buf[0] || t->rgb.width != f->width || t->rgb.height != f->height) {
+            pf_frame_unref(&t->rgb);
+            st = pf_frame_alloc(&t->rgb, PF_PIXFMT_RGB24, f->width, f->height, NULL, NULL);
+        }
+        const pf_color_params cp = pf_color_params_for(f);
+        if (st == PF_OK) st = pf_ops_convert(t->ops, f, &t->rgb, &cp);
+        if (st != PF_OK) return st;
+        f = &t->rgb;
+    }
+    st = process_cpu(t, f, faces, cap, n_faces);
+    if (t->tracer) pf_trace_span(t->tracer, t->track, "process", t0, pf_time_ns(), -1, t->frame);
+    return st;
+}
+
+static pf_status process_cpu(pf_face_tracker *t, const pf_frame *f, pf_face *faces, int cap,
+                             int *n_faces)
+{
     pf_status st;
     if (t->n_tracks == 0 || t->frame % t->detect_every == 0) {
         int n_det = 0;
@@ -382,5 +479,46 @@ pf_status pf_face_tracker_process(pf_face_tracker *t, const pf_frame *f, pf_face
     memcpy(t->tracks, t->next, (size_t)kept * sizeof *t->tracks);
     t->n_tracks = kept;
     *n_faces = kept < cap ? kept : cap;
+    return PF_OK;
+}
+
+pf_status pf_face_tracker_process_batch(pf_face_tracker *t, const pf_frame *const *frames, int n,
+                                        pf_face *faces, int cap, int *n_faces)
+{
+    PF_CHECK_ARG(t && frames && n_faces && (faces || cap == 0), "pf_face_tracker_process_batch",
+                 "tracker, frames, faces or n_faces is NULL");
+    if (n != t->streams)
+        return pf_set_error(PF_ERR_INVALID, "pf_face_tracker_process_batch: %d frames for a "
+                            "tracker of %d streams (one frame per stream)", n, t->streams);
+    for (int s = 0; s < n; s++) {
+        n_faces[s] = 0;
+        if (!frames[s])
+            return pf_set_error(PF_ERR_INVALID, "pf_face_tracker_process_batch: frames[%d] is "
+                                "NULL", s);
+    }
+#ifdef PF_HAVE_CUDA
+    if (t->gpu) {
+        t->batches++;
+        return pf_face_gpu_process(t->gpu, frames, faces, cap, n_faces);
+    }
+#endif
+    if (!t->subs) return pf_face_tracker_process(t, frames[0], faces, cap, n_faces);
+    t->batches++;
+    for (int s = 0; s < n; s++) {
+        pf_status st = pf_face_tracker_process(t->subs[s], frames[s], faces + (size_t)s * cap, cap,
+                                               &n_faces[s]);
+        if (st != PF_OK) return st;
+    }
+    return PF_OK;
+}
+
+pf_status pf_face_tracker_get_stats(const pf_face_tracker *t, pf_face_tracker_stats *out)
+{
+    PF_CHECK_ARG(t && out, "pf_face_tracker_get_stats", "tracker or out is NULL");
+    memset(out, 0, sizeof *out);
+#ifdef PF_HAVE_CUDA
+    if (t->gpu) pf_face_gpu_stats(t->gpu, out);
+#endif
+    out->batches = t->batches;
     return PF_OK;
 }
