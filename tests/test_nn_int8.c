@@ -125,13 +125,15 @@ static void test_fuse_conv(void)
 {
     pf_test_seed(18);
     static const conv_case cases[] = {
-        /* C, H, W, M, k, stride, dil, group, pad, dtype, xzp, yzp, residual, quant_out, dq_out */
-        {5, 9, 11, 7, 3, 1, 1, 1, 1, PF_IR_U8, 128, 0, false, true, false},
-        {5, 9, 11, 7, 3, 2, 1, 1, 1, PF_IR_I8, 0, 0, false, true, false},
-        {6, 10, 9, 12, 3, 1, 2, 1, 2, PF_IR_I8, -3, 5, true, true, false},
-        {16, 7, 7, 16, 3, 1, 1, 16, 1, PF_IR_I8, 0, 0, false, true, false}, /* depthwise */
-        {33, 5, 6, 40, 1, 1, 1, 1, 0, PF_IR_U8, 100, 10, true, false, false},
-        {8, 6, 6, 8, 3, 2, 1, 2, 1, PF_IR_U8, 128, 0, false, true, false},  /* grouped, stride 2 */
+        /* C, H, W, M, k, stride, dil, group, pad, dtype, xzp, yzp, residual, quant_out, dq_out,
+         * qdq_mid */
+        {5, 9, 11, 7, 3, 1, 1, 1, 1, PF_IR_U8, 128, 0, false, true, false, false},
+        {5, 9, 11, 7, 3, 2, 1, 1, 1, PF_IR_I8, 0, 0, false, true, false, false},
+        {6, 10, 9, 12, 3, 1, 2, 1, 2, PF_IR_I8, -3, 5, true, true, false, false},
+        {16, 7, 7, 16, 3, 1, 1, 16, 1, PF_IR_I8, 0, 0, false, true, false, false}, /* depthwise */
+        {33, 5, 6, 40, 1, 1, 1, 1, 0, PF_IR_U8, 100, 10, true, false, false, false},
+        {8, 6, 6, 8, 3, 2, 1, 2, 1, PF_IR_U8, 128, 0, false, true, false, false},  /* grouped, stride 2 */
+        {24, 8, 9, 24, 3, 1, 1, 1, 1, PF_IR_I8, 0, 0, true, true, false, true}, /* Q-DQ-Add */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         printf("  case %zu\n", i);
@@ -234,11 +236,11 @@ static void test_fast_path(void)
 {
     pf_test_seed(20);
     static const conv_case cases[] = {
-        {64, 13, 11, 40, 3, 1, 1, 1, 1, PF_IR_I8, 0, 0, false, true, false},
-        {48, 16, 15, 24, 3, 2, 1, 1, 1, PF_IR_U8, 128, 3, false, true, false},
-        {32, 12, 12, 33, 3, 1, 2, 1, 2, PF_IR_I8, -7, 0, true, true, false},
-        {5, 9, 11, 7, 3, 1, 1, 1, 1, PF_IR_U8, 100, 0, false, true, false},
-        {70, 9, 7, 67, 1, 1, 1, 1, 0, PF_IR_I8, 0, 0, true, false, false},
+        {64, 13, 11, 40, 3, 1, 1, 1, 1, PF_IR_I8, 0, 0, false, true, false, false},
+        {48, 16, 15, 24, 3, 2, 1, 1, 1, PF_IR_U8, 128, 3, false, true, false, false},
+        {32, 12, 12, 33, 3, 1, 2, 1, 2, PF_IR_I8, -7, 0, true, true, false, false},
+        {5, 9, 11, 7, 3, 1, 1, 1, 1, PF_IR_U8, 100, 0, false, true, false, false},
+        {70, 9, 7, 67, 1, 1, 1, 1, 0, PF_IR_I8, 0, 0, true, false, false, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pf_ir_graph *g = NULL;

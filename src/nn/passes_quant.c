@@ -161,6 +161,28 @@ static bool act_node(const qf *f, const pf_ir_node *c, pf_ir_act *act, float *a,
     return pf_ir_act_of(f->g, c, act, a, b);
 }
 
+/* Whether DequantizeLinear d undoes QuantizeLinear q exactly (per-tensor
+ * scale and zero point equal, d reading q's output). */
+static bool same_qparams(const qf *f, const pf_ir_node *q, const pf_ir_node *d)
+{
+    if (d->op != PF_IR_DEQUANTIZE_LINEAR || d->in[0] != q->out[0]) return false;
+    float a, b;
+    if (!const_scalar(f, q->in[1], &a) || !const_scalar(f, d->in[1], &b) || a != b) return false;
+    int zq = in_at(q, 2), zd = in_at(d, 2);
+    int32_t za = 0, zb = 0;
+    if (zq >= 0) {
+        if (!is_const(f, zq) || numel(f, zq) != 1) return false;
+        za = V(f, zq)->dtype == PF_IR_U8 ? *(const uint8_t *)V(f, zq)->data
+                                         : *(const int8_t *)V(f, zq)->data;
+    }
+    if (zd >= 0) {
+        if (!is_const(f, zd) || numel(f, zd) != 1) return false;
+        zb = V(f, zd)->dtype == PF_IR_U8 ? *(const uint8_t *)V(f, zd)->data
+                                         : *(const int8_t *)V(f, zd)->data;
+    }
+    return za == zb;
+}
+
 static bool same_shape(const pf_ir_value *a, const pf_ir_value *b)
 {
     if (a->ndim < 0 || a->ndim != b->ndim) return false;
@@ -176,8 +198,8 @@ typedef struct tail {
     int last, out;
     pf_ir_act act;
     float act_a, act_b;
-    int ys, yzp, r, rs, rzp;
-    int absorbed[4];
+    int ys, yzp, r, rs, rzp, ms, mzp;
+    int absorbed[8];
     int n_absorbed;
 } tail;
 
@@ -190,11 +212,11 @@ static void walk_tail(const qf *f, int node, bool residual_ok, tail *t)
     t->act = n->act;
     t->act_a = n->act_a;
     t->act_b = n->act_b;
-    t->ys = t->yzp = t->r = t->rs = t->rzp = -1;
+    t->ys = t->yzp = t->r = t->rs = t->rzp = t->ms = t->mzp = -1;
     bool added = false;
     for (;;) {
         int c = sole_consumer(f, t->out);
-        if (c < 0 || t->n_absorbed >= 4) return;
+        if (c < 0 || t->n_absorbed >= 6) return;
         const pf_ir_node *cn = &f->g->nodes[c];
         pf_ir_act act;
         float a, b;
@@ -223,6 +245,24 @@ static void walk_tail(const qf *f, int node, bool residual_ok, tail *t)
             int zp = in_at(cn, 2);
             pf_ir_dtype dt = V(f, cn->out[0])->dtype;
             if (!scale_ok(f, cn->in[1], 0) || !zp_ok(f, zp, dt, 0)) return;
+            /* Q -> DQ -> residual Add (how quantizers write a ResNet block's
+             * conv -> Add): the pair becomes the fused node's m_scale/m_zp
+             * requantization and the Add is absorbed. */
+            int dq = sole_consumer(f, cn->out[0]);
+            if (residual_ok && !added && t->act == PF_IR_ACT_NONE && dq >= 0 &&
+                same_qparams(f, cn, &f->g->nodes[dq])) {
+                int add = sole_consumer(f, f->g->nodes[dq].out[0]);
+                if (add >= 0 && f->g->nodes[add].op == PF_IR_ADD &&
+                    f->g->nodes[add].act == PF_IR_ACT_NONE) {
+                    t->ms = cn->in[1]; /* kept: its rounding and saturation */
+                    t->mzp = zp;
+                    t->absorbed[t->n_absorbed++] = c;
+                    t->absorbed[t->n_absorbed++] = dq;
+                    t->last = dq;
+                    t->out = f->g->nodes[dq].out[0];
+                    continue;
+                }
+            }
             t->ys = cn->in[1];
             t->yzp = zp;
             t->absorbed[t->n_absorbed++] = c;
@@ -301,10 +341,10 @@ static pf_status fuse_conv(qf *f, int k, bool *done)
     tail t;
     walk_tail(f, k, true, &t);
     const pf_ir_node *x = &f->g->nodes[dqx], *wn = &f->g->nodes[dqw];
-    int in[12] = {x->in[0], x->in[1], in_at(x, 2), wn->in[0], wn->in[1], in_at(wn, 2), bias,
-                  t.ys, t.yzp, t.r, t.rs, t.rzp};
+    int in[14] = {x->in[0], x->in[1], in_at(x, 2), wn->in[0], wn->in[1], in_at(wn, 2), bias,
+                  t.ys, t.yzp, t.r, t.rs, t.rzp, t.ms, t.mzp};
     pf_ir_attr attr = n->attr;
-    pf_status st = emit(f, k, &t, PF_IR_QCONV, in, 12, &attr);
+    pf_status st = emit(f, k, &t, PF_IR_QCONV, in, 14, &attr);
     *done = st == PF_OK;
     return st;
 }
