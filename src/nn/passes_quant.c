@@ -94,7 +94,9 @@ static int dq_weight(const qf *f, int v, int axis, int64_t per)
     const pf_ir_node *n = &f->g->nodes[p];
     int w = n->in[0];
     if (!is_const(f, w) || V(f, w)->dtype != PF_IR_I8) return -1;
-    bool per_axis = numel(f, n->in[1]) != 1;
+    /* Per axis when the scale or the zero point is (either can be). */
+    int z = in_at(n, 2);
+    bool per_axis = numel(f, n->in[1]) != 1 || (z >= 0 && numel(f, z) != 1);
     if (per_axis && n->attr.axis.axis != axis &&
         n->attr.axis.axis != axis - V(f, w)->ndim)
         return -1;
@@ -108,6 +110,10 @@ static bool bias_of(qf *f, int v, int64_t m, int *out)
 {
     *out = -1;
     if (v < 0) return true;
+    /* One value per output channel: [m] (or [1, m]); a Gemm C of [m, 1]
+     * is a row bias, not this. */
+    const pf_ir_value *bv = V(f, v);
+    if (bv->ndim != 1 && !(bv->ndim == 2 && bv->dims[0] == 1)) return false;
     if (is_const(f, v) && V(f, v)->dtype == PF_IR_F32 && numel(f, v) == m) {
         *out = v;
         return true;
@@ -117,6 +123,7 @@ static bool bias_of(qf *f, int v, int64_t m, int *out)
     const pf_ir_node *n = &f->g->nodes[p];
     int b = n->in[0], s = n->in[1], z = in_at(n, 2);
     if (!is_const(f, b) || V(f, b)->dtype != PF_IR_I32 || numel(f, b) != m) return false;
+    if (V(f, b)->ndim != 1 && !(V(f, b)->ndim == 2 && V(f, b)->dims[0] == 1)) return false;
     if (!scale_ok(f, s, m) || !zp_ok(f, z, PF_IR_I32, m)) return false;
     float *d = malloc(sizeof(float) * (size_t)m);
     if (!d) return false;
@@ -126,7 +133,7 @@ static bool bias_of(qf *f, int v, int64_t m, int *out)
     int64_t ns = numel(f, s), nz = z >= 0 ? numel(f, z) : 0;
     for (int64_t i = 0; i < m; i++) {
         int32_t zp = zq ? zq[nz == 1 ? 0 : i] : 0;
-        d[i] = (float)(bq[i] - zp) * sc[ns == 1 ? 0 : i];
+        d[i] = (float)((int64_t)bq[i] - zp) * sc[ns == 1 ? 0 : i]; /* int64: no overflow */
     }
     int64_t dims[1] = {m};
     pf_status st = pf_ir_add_const(f->g, pf_ir_unique_name(f->g, "qbias"), PF_IR_F32, 1, dims, d,
