@@ -33,7 +33,11 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 pixflow=$build/pixflow
 bench=$build/bench/bench_nn
 
-python3 "$here/bench/nn_peer_torch.py" --out "$d" --json 2>"$d/peer.err" >"$d/peer.jsonl" ||
+# Quick mode for a short device call: PEER_ITERS=10 CALIB=2 RUNS=20 (~2 min).
+iters=${PEER_ITERS:-50}
+calib=${CALIB:-8}
+runs=${RUNS:-50}
+python3 "$here/bench/nn_peer_torch.py" --out "$d" --json --iters "$iters" 2>"$d/peer.err" >"$d/peer.jsonl" ||
   { echo "int8_peer: PyTorch peer failed"; tail -5 "$d/peer.err"; exit 1; }
 
 : >"$d/pixflow.jsonl"
@@ -42,7 +46,7 @@ for m in lraspp deeplabv3; do
     "$pixflow" model quantize "$d/$m.onnx" --calib "$d" -o "$d/${m}_int8.onnx" >"$d/q_$m.log" 2>&1
   else
     python3 "$here/bench/int8_quantize.py" "$d/$m.onnx" "$d/${m}_int8.onnx" \
-      --input "$d/${m}_in_b1.npy" >"$d/q_$m.log" 2>&1
+      --input "$d/${m}_in_b1.npy" --calib "$calib" >"$d/q_$m.log" 2>&1
   fi || { echo "int8_peer: quantizing $m failed"; tail -5 "$d/q_$m.log"; continue; }
   for v in "$m" "${m}_int8"; do
     rm -rf "$d/run_$v"
@@ -50,8 +54,8 @@ for m in lraspp deeplabv3; do
       --output-dir "$d/run_$v" --device cuda:0 --precision fp16 >"$d/run_$v.log" 2>&1 ||
       echo "int8_peer: model run $v failed: $(tail -1 "$d/run_$v.log")"
     for b in 1 8; do
-      "$bench" --device cuda:0 --model "$d/$v.onnx" --batch "$b" --precision fp16 --json \
-        >>"$d/pixflow.jsonl" 2>"$d/bench_${v}_$b.err" ||
+      "$bench" --device cuda:0 --model "$d/$v.onnx" --batch "$b" --precision fp16 --runs "$runs" \
+        --json >>"$d/pixflow.jsonl" 2>"$d/bench_${v}_$b.err" ||
         echo "{\"model\":\"$v.onnx\",\"batch\":$b,\"error\":true}" >>"$d/pixflow.jsonl"
     done
   done

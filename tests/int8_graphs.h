@@ -71,6 +71,7 @@ typedef struct conv_case {
     int xzp, yzp;
     bool residual, quant_out;
     bool dq_out;         /* a DequantizeLinear after the final Q (float graph output) */
+    bool qdq_mid;        /* Q -> DQ between the conv and the residual Add (ONNX Runtime's form) */
 } conv_case;
 
 /* Builds the case's graph (*g) and random inputs (*xin, *rin: caller frees). */
@@ -119,6 +120,11 @@ static inline void build_conv_case(const conv_case *cc, pf_ir_graph **gp, float 
     int64_t OW = (cc->W + 2 * cc->pad - (cc->k - 1) * cc->dil - 1) / cc->stride + 1;
     int r = -1;
     float sr = 4.0f / 255.0f;
+    if (cc->residual && cc->qdq_mid) {
+        int ms = scalar_f(g, PF_INT8_TEST_YS / 2), mz = scalar_q(g, cc->adt, 0);
+        y = qdq(g, PF_IR_QUANTIZE_LINEAR, y, ms, mz, 1, cc->adt);
+        y = qdq(g, PF_IR_DEQUANTIZE_LINEAR, y, ms, mz, 1, PF_IR_F32);
+    }
     if (cc->residual) {
         CHECK_OK(pf_ir_add_value(g, "r", PF_IR_F32, 4, D(1, cc->M, OH, OW), &r));
         CHECK_OK(pf_ir_mark_input(g, r));

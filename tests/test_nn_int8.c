@@ -125,13 +125,15 @@ static void test_fuse_conv(void)
 {
     pf_test_seed(18);
     static const conv_case cases[] = {
-        /* C, H, W, M, k, stride, dil, group, pad, dtype, xzp, yzp, residual, quant_out, dq_out */
-        {5, 9, 11, 7, 3, 1, 1, 1, 1, PF_IR_U8, 128, 0, false, true, false},
-        {5, 9, 11, 7, 3, 2, 1, 1, 1, PF_IR_I8, 0, 0, false, true, false},
-        {6, 10, 9, 12, 3, 1, 2, 1, 2, PF_IR_I8, -3, 5, true, true, false},
-        {16, 7, 7, 16, 3, 1, 1, 16, 1, PF_IR_I8, 0, 0, false, true, false}, /* depthwise */
-        {33, 5, 6, 40, 1, 1, 1, 1, 0, PF_IR_U8, 100, 10, true, false, false},
-        {8, 6, 6, 8, 3, 2, 1, 2, 1, PF_IR_U8, 128, 0, false, true, false},  /* grouped, stride 2 */
+        /* C, H, W, M, k, stride, dil, group, pad, dtype, xzp, yzp, residual, quant_out, dq_out,
+         * qdq_mid */
+        {5, 9, 11, 7, 3, 1, 1, 1, 1, PF_IR_U8, 128, 0, false, true, false, false},
+        {5, 9, 11, 7, 3, 2, 1, 1, 1, PF_IR_I8, 0, 0, false, true, false, false},
+        {6, 10, 9, 12, 3, 1, 2, 1, 2, PF_IR_I8, -3, 5, true, true, false, false},
+        {16, 7, 7, 16, 3, 1, 1, 16, 1, PF_IR_I8, 0, 0, false, true, false, false}, /* depthwise */
+        {33, 5, 6, 40, 1, 1, 1, 1, 0, PF_IR_U8, 100, 10, true, false, false, false},
+        {8, 6, 6, 8, 3, 2, 1, 2, 1, PF_IR_U8, 128, 0, false, true, false, false},  /* grouped, stride 2 */
+        {24, 8, 9, 24, 3, 1, 1, 1, 1, PF_IR_I8, 0, 0, true, true, false, true}, /* Q-DQ-Add */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         printf("  case %zu\n", i);
@@ -225,6 +227,109 @@ static void test_fuse_refuses(void)
     CHECK_EQ_INT(nf, 0);
     CHECK_EQ_INT(count_op(g, PF_IR_CONV), 1);
     pf_ir_graph_destroy(&g);
+
+    /* A conv output read twice (a Q and a graph output): the conv fuses, its
+     * tail does not (the float result is needed), so the Q stays. */
+    CHECK_OK(pf_ir_graph_create("twice", &g));
+    REQUIRE(g != NULL);
+    CHECK_OK(pf_ir_add_value(g, "x", PF_IR_U8, 4, D(1, 2, 4, 4), &x));
+    CHECK_OK(pf_ir_mark_input(g, x));
+    xd = qdq(g, PF_IR_DEQUANTIZE_LINEAR, x, scalar_f(g, 0.1f), -1, 1, PF_IR_F32);
+    int8_t wq[4] = {1, -2, 3, -4};
+    float ws[2] = {0.5f, 0.25f};
+    int wd = qdq(g, PF_IR_DEQUANTIZE_LINEAR, cst(g, PF_IR_I8, 4, D(2, 2, 1, 1), wq),
+                 cst(g, PF_IR_F32, 1, D(2), ws), -1, 0, PF_IR_F32);
+    int in2[2] = {xd, wd};
+    y = node(g, PF_IR_CONV, in2, 2, &a, PF_IR_F32);
+    int yq = qdq(g, PF_IR_QUANTIZE_LINEAR, y, scalar_f(g, 0.2f), scalar_q(g, PF_IR_I8, 0), 1,
+                 PF_IR_I8);
+    CHECK_OK(pf_ir_mark_output(g, y));
+    CHECK_OK(pf_ir_mark_output(g, yq));
+    CHECK_OK(pf_ir_infer_shapes(g));
+    CHECK_OK(pf_ir_fuse_quant(g, &nf));
+    CHECK_EQ_INT(nf, 1);
+    CHECK_EQ_INT(count_op(g, PF_IR_QCONV), 1);
+    CHECK_EQ_INT(count_op(g, PF_IR_QUANTIZE_LINEAR), 1);
+    CHECK_EQ_INT(g->values[y].dtype, PF_IR_F32);
+    pf_ir_graph_destroy(&g);
+
+    /* A weight zero point per axis 1 with a scalar scale: not per output
+     * channel, so not fused. */
+    CHECK_OK(pf_ir_graph_create("zp_axis1", &g));
+    REQUIRE(g != NULL);
+    CHECK_OK(pf_ir_add_value(g, "x", PF_IR_U8, 4, D(1, 2, 4, 4), &x));
+    CHECK_OK(pf_ir_mark_input(g, x));
+    xd = qdq(g, PF_IR_DEQUANTIZE_LINEAR, x, scalar_f(g, 0.1f), -1, 1, PF_IR_F32);
+    int8_t zp2[2] = {0, 1};
+    wd = qdq(g, PF_IR_DEQUANTIZE_LINEAR, cst(g, PF_IR_I8, 4, D(2, 2, 1, 1), wq), scalar_f(g, 0.5f),
+             cst(g, PF_IR_I8, 1, D(2), zp2), 1, PF_IR_F32);
+    int in3[2] = {xd, wd};
+    y = node(g, PF_IR_CONV, in3, 2, &a, PF_IR_F32);
+    CHECK_OK(pf_ir_mark_output(g, y));
+    CHECK_OK(pf_ir_infer_shapes(g));
+    CHECK_OK(pf_ir_fuse_quant(g, &nf));
+    CHECK_EQ_INT(nf, 0);
+    pf_ir_graph_destroy(&g);
+}
+
+/* Shape inference refuses bad quantization inputs, naming them (the kernels
+ * trust what it accepted). */
+static void test_infer_refuses(void)
+{
+    pf_ir_graph *g = NULL;
+    /* Per-axis scale with the axis out of range. */
+    CHECK_OK(pf_ir_graph_create("bad_axis", &g));
+    REQUIRE(g != NULL);
+    int x;
+    CHECK_OK(pf_ir_add_value(g, "x", PF_IR_F32, 2, D(3, 4), &x));
+    CHECK_OK(pf_ir_mark_input(g, x));
+    float s4[4] = {1, 2, 3, 4};
+    int y = qdq(g, PF_IR_QUANTIZE_LINEAR, x, cst(g, PF_IR_F32, 1, D(4), s4), -1, 5, PF_IR_U8);
+    CHECK_OK(pf_ir_mark_output(g, y));
+    CHECK_EQ_INT(pf_ir_infer_shapes(g), PF_ERR_FORMAT);
+    CHECK(strstr(pf_last_error(), "axis 5 out of range") != NULL);
+    pf_ir_graph_destroy(&g);
+
+    /* A zero point whose dtype differs from the data's. */
+    CHECK_OK(pf_ir_graph_create("bad_zp", &g));
+    REQUIRE(g != NULL);
+    CHECK_OK(pf_ir_add_value(g, "x", PF_IR_I8, 2, D(3, 4), &x));
+    CHECK_OK(pf_ir_mark_input(g, x));
+    y = qdq(g, PF_IR_DEQUANTIZE_LINEAR, x, scalar_f(g, 0.5f), scalar_q(g, PF_IR_U8, 3), 1,
+            PF_IR_F32);
+    CHECK_OK(pf_ir_mark_output(g, y));
+    CHECK_EQ_INT(pf_ir_infer_shapes(g), PF_ERR_FORMAT);
+    CHECK(strstr(pf_last_error(), "zero point dtype differs") != NULL);
+    pf_ir_graph_destroy(&g);
+
+    /* QLinearConv: a bias of 1 entry for 16 output channels (the kernel reads
+     * one per channel), then a float zero point. */
+    for (int bad = 0; bad < 2; bad++) {
+        CHECK_OK(pf_ir_graph_create("bad_qlinearconv", &g));
+        REQUIRE(g != NULL);
+        CHECK_OK(pf_ir_add_value(g, "x", PF_IR_U8, 4, D(1, 2, 3, 3), &x));
+        CHECK_OK(pf_ir_mark_input(g, x));
+        int8_t w[32] = {0};
+        int32_t b1 = 7;
+        float fz = 0.0f;
+        int in[9] = {x, scalar_f(g, 0.1f),
+                     bad ? cst(g, PF_IR_F32, 0, NULL, &fz) : scalar_q(g, PF_IR_U8, 0),
+                     cst(g, PF_IR_I8, 4, D(16, 2, 1, 1), w), scalar_f(g, 0.1f),
+                     scalar_q(g, PF_IR_I8, 0), scalar_f(g, 0.2f), scalar_q(g, PF_IR_U8, 0),
+                     cst(g, PF_IR_I32, 1, D(1), &b1)};
+        pf_ir_attr a;
+        memset(&a, 0, sizeof a);
+        a.conv.nsp = 2;
+        a.conv.kernel[0] = a.conv.kernel[1] = 1;
+        a.conv.stride[0] = a.conv.stride[1] = a.conv.dilation[0] = a.conv.dilation[1] = 1;
+        a.conv.group = 1;
+        y = node(g, PF_IR_QLINEAR_CONV, in, bad ? 8 : 9, &a, PF_IR_U8);
+        CHECK_OK(pf_ir_mark_output(g, y));
+        CHECK_EQ_INT(pf_ir_infer_shapes(g), PF_ERR_FORMAT);
+        CHECK(strstr(pf_last_error(), bad ? "zero point dtype differs" : "bias must be 1D") !=
+              NULL);
+        pf_ir_graph_destroy(&g);
+    }
 }
 
 /* The CPU fast path (im2col in u8 + the VNNI/AVX2 GEMM) against the plain-C
@@ -234,11 +339,11 @@ static void test_fast_path(void)
 {
     pf_test_seed(20);
     static const conv_case cases[] = {
-        {64, 13, 11, 40, 3, 1, 1, 1, 1, PF_IR_I8, 0, 0, false, true, false},
-        {48, 16, 15, 24, 3, 2, 1, 1, 1, PF_IR_U8, 128, 3, false, true, false},
-        {32, 12, 12, 33, 3, 1, 2, 1, 2, PF_IR_I8, -7, 0, true, true, false},
-        {5, 9, 11, 7, 3, 1, 1, 1, 1, PF_IR_U8, 100, 0, false, true, false},
-        {70, 9, 7, 67, 1, 1, 1, 1, 0, PF_IR_I8, 0, 0, true, false, false},
+        {64, 13, 11, 40, 3, 1, 1, 1, 1, PF_IR_I8, 0, 0, false, true, false, false},
+        {48, 16, 15, 24, 3, 2, 1, 1, 1, PF_IR_U8, 128, 3, false, true, false, false},
+        {32, 12, 12, 33, 3, 1, 2, 1, 2, PF_IR_I8, -7, 0, true, true, false, false},
+        {5, 9, 11, 7, 3, 1, 1, 1, 1, PF_IR_U8, 100, 0, false, true, false, false},
+        {70, 9, 7, 67, 1, 1, 1, 1, 0, PF_IR_I8, 0, 0, true, false, false, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pf_ir_graph *g = NULL;
@@ -267,7 +372,7 @@ static void test_fast_path(void)
         for (int isa = PF_QG_AVX2; isa <= PF_QG_AVX512VNNI; isa++) {
             pf_nn_qgemm_force(isa);
             int used = pf_nn_qgemm_isa();
-            if (used == last) continue; /* the CPU lacks it: the same path again */
+            if (used == last || used == PF_QG_SCALAR) continue; /* the CPU lacks it */
             last = used;
             size_t n1 = 0;
             void *fast = run_graph(g, inputs, &n1);
@@ -308,5 +413,6 @@ int main(void)
     PF_RUN(test_fuse_matmul);
     PF_RUN(test_fuse_refuses);
     PF_RUN(test_fast_path);
+    PF_RUN(test_infer_refuses);
     return pf_test_finish();
 }

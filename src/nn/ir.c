@@ -652,7 +652,7 @@ static void arity(pf_ir_op op, int *min_in, int *max_in, int *max_out)
     case PF_IR_QLINEAR_CONV: *min_in = 8; *max_in = 9; return;
     case PF_IR_QLINEAR_MATMUL: *min_in = 8; *max_in = 8; return;
     case PF_IR_CONV_INTEGER: case PF_IR_MATMUL_INTEGER: *min_in = 2; *max_in = 4; return;
-    case PF_IR_QCONV: *min_in = 5; *max_in = 12; return;
+    case PF_IR_QCONV: *min_in = 5; *max_in = 14; return;
     case PF_IR_QMATMUL: *min_in = 5; *max_in = 9; return;
     default: *min_in = 1; *max_in = 1; return;
     }

@@ -132,9 +132,13 @@ typedef enum pf_ir_op {
      *   0 x(U8/I8), 1 x_scale (scalar), 2 x_zp (scalar), 3 w(I8, const,
      *   [M, C/g, kh, kw]), 4 w_scale (scalar or [M]), 5 w_zp? (scalar or [M]),
      *   6 bias?(F32 [M]), 7 y_scale? (absent: Y is F32), 8 y_zp?,
-     *   9 residual? (F32, or U8/I8 with 10 r_scale, 11 r_zp), attr conv, node act:
+     *   9 residual? (F32, or U8/I8 with 10 r_scale, 11 r_zp), 12 m_scale?,
+     *   13 m_zp? (a Q -> DQ pair between the conv and the residual Add, kept
+     *   as a requantization of f), attr conv, node act:
      *   acc = sum (x - x_zp)(w - w_zp) in int32 (exact)
-     *   f = acc * (x_scale * w_scale[m]) + bias[m] (+ residual) -> act
+     *   f = acc * (x_scale * w_scale[m]) + bias[m]
+     *   [f = (saturate(round(f / m_scale) + m_zp) - m_zp) * m_scale]
+     *   f (+ residual) -> act
      *   Y = y_scale ? saturate(round_half_even(f / y_scale) + y_zp) : f */
     PF_IR_QCONV,
     /* Fused INT8 matmul (DQ(a) x DQ(b) [+ bias] [-> act] [-> Q]), inputs as

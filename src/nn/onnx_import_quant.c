@@ -35,6 +35,8 @@ static pf_status convert_qdq(pf_oimp *c, const pf_onnx_node *n, pf_ir_op op)
         pf_ir_dtype want;
         if (odt != 0 && (!pf_oimp_dtype((int)odt, &want) || (want != PF_IR_U8 && want != PF_IR_I8)))
             return pf_oimp_unsupported_attr(c, n, "output_dtype", "(not uint8/int8)");
+        if (odt != 0 && in[2] >= 0 && c->g->values[in[2]].dtype != want)
+            return pf_oimp_unsupported_attr(c, n, "output_dtype", "(differs from the zero point's)");
         if (odt != 0 && in[2] < 0 && want != PF_IR_U8) {
             /* No zero point: the IR takes the output type from it, so make one. */
             int8_t zero = 0;

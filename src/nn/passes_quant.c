@@ -94,7 +94,9 @@ static int dq_weight(const qf *f, int v, int axis, int64_t per)
     const pf_ir_node *n = &f->g->nodes[p];
     int w = n->in[0];
     if (!is_const(f, w) || V(f, w)->dtype != PF_IR_I8) return -1;
-    bool per_axis = numel(f, n->in[1]) != 1;
+    /* Per axis when the scale or the zero point is (either can be). */
+    int z = in_at(n, 2);
+    bool per_axis = numel(f, n->in[1]) != 1 || (z >= 0 && numel(f, z) != 1);
     if (per_axis && n->attr.axis.axis != axis &&
         n->attr.axis.axis != axis - V(f, w)->ndim)
         return -1;
@@ -108,6 +110,10 @@ static bool bias_of(qf *f, int v, int64_t m, int *out)
 {
     *out = -1;
     if (v < 0) return true;
+    /* One value per output channel: [m] (or [1, m]); a Gemm C of [m, 1]
+     * is a row bias, not this. */
+    const pf_ir_value *bv = V(f, v);
+    if (bv->ndim != 1 && !(bv->ndim == 2 && bv->dims[0] == 1)) return false;
     if (is_const(f, v) && V(f, v)->dtype == PF_IR_F32 && numel(f, v) == m) {
         *out = v;
         return true;
@@ -117,6 +123,7 @@ static bool bias_of(qf *f, int v, int64_t m, int *out)
     const pf_ir_node *n = &f->g->nodes[p];
     int b = n->in[0], s = n->in[1], z = in_at(n, 2);
     if (!is_const(f, b) || V(f, b)->dtype != PF_IR_I32 || numel(f, b) != m) return false;
+    if (V(f, b)->ndim != 1 && !(V(f, b)->ndim == 2 && V(f, b)->dims[0] == 1)) return false;
     if (!scale_ok(f, s, m) || !zp_ok(f, z, PF_IR_I32, m)) return false;
     float *d = malloc(sizeof(float) * (size_t)m);
     if (!d) return false;
@@ -126,7 +133,7 @@ static bool bias_of(qf *f, int v, int64_t m, int *out)
     int64_t ns = numel(f, s), nz = z >= 0 ? numel(f, z) : 0;
     for (int64_t i = 0; i < m; i++) {
         int32_t zp = zq ? zq[nz == 1 ? 0 : i] : 0;
-        d[i] = (float)(bq[i] - zp) * sc[ns == 1 ? 0 : i];
+        d[i] = (float)((int64_t)bq[i] - zp) * sc[ns == 1 ? 0 : i]; /* int64: no overflow */
     }
     int64_t dims[1] = {m};
     pf_status st = pf_ir_add_const(f->g, pf_ir_unique_name(f->g, "qbias"), PF_IR_F32, 1, dims, d,
@@ -161,6 +168,28 @@ static bool act_node(const qf *f, const pf_ir_node *c, pf_ir_act *act, float *a,
     return pf_ir_act_of(f->g, c, act, a, b);
 }
 
+/* Whether DequantizeLinear d undoes QuantizeLinear q exactly (per-tensor
+ * scale and zero point equal, d reading q's output). */
+static bool same_qparams(const qf *f, const pf_ir_node *q, const pf_ir_node *d)
+{
+    if (d->op != PF_IR_DEQUANTIZE_LINEAR || d->in[0] != q->out[0]) return false;
+    float a, b;
+    if (!const_scalar(f, q->in[1], &a) || !const_scalar(f, d->in[1], &b) || a != b) return false;
+    int zq = in_at(q, 2), zd = in_at(d, 2);
+    int32_t za = 0, zb = 0;
+    if (zq >= 0) {
+        if (!is_const(f, zq) || numel(f, zq) != 1) return false;
+        za = V(f, zq)->dtype == PF_IR_U8 ? *(const uint8_t *)V(f, zq)->data
+                                         : *(const int8_t *)V(f, zq)->data;
+    }
+    if (zd >= 0) {
+        if (!is_const(f, zd) || numel(f, zd) != 1) return false;
+        zb = V(f, zd)->dtype == PF_IR_U8 ? *(const uint8_t *)V(f, zd)->data
+                                         : *(const int8_t *)V(f, zd)->data;
+    }
+    return za == zb;
+}
+
 static bool same_shape(const pf_ir_value *a, const pf_ir_value *b)
 {
     if (a->ndim < 0 || a->ndim != b->ndim) return false;
@@ -176,8 +205,8 @@ typedef struct tail {
     int last, out;
     pf_ir_act act;
     float act_a, act_b;
-    int ys, yzp, r, rs, rzp;
-    int absorbed[4];
+    int ys, yzp, r, rs, rzp, ms, mzp;
+    int absorbed[8];
     int n_absorbed;
 } tail;
 
@@ -190,11 +219,11 @@ static void walk_tail(const qf *f, int node, bool residual_ok, tail *t)
     t->act = n->act;
     t->act_a = n->act_a;
     t->act_b = n->act_b;
-    t->ys = t->yzp = t->r = t->rs = t->rzp = -1;
+    t->ys = t->yzp = t->r = t->rs = t->rzp = t->ms = t->mzp = -1;
     bool added = false;
     for (;;) {
         int c = sole_consumer(f, t->out);
-        if (c < 0 || t->n_absorbed >= 4) return;
+        if (c < 0 || t->n_absorbed >= 6) return;
         const pf_ir_node *cn = &f->g->nodes[c];
         pf_ir_act act;
         float a, b;
@@ -223,6 +252,24 @@ static void walk_tail(const qf *f, int node, bool residual_ok, tail *t)
             int zp = in_at(cn, 2);
             pf_ir_dtype dt = V(f, cn->out[0])->dtype;
             if (!scale_ok(f, cn->in[1], 0) || !zp_ok(f, zp, dt, 0)) return;
+            /* Q -> DQ -> residual Add (how quantizers write a ResNet block's
+             * conv -> Add): the pair becomes the fused node's m_scale/m_zp
+             * requantization and the Add is absorbed. */
+            int dq = sole_consumer(f, cn->out[0]);
+            if (residual_ok && !added && t->act == PF_IR_ACT_NONE && dq >= 0 &&
+                same_qparams(f, cn, &f->g->nodes[dq])) {
+                int add = sole_consumer(f, f->g->nodes[dq].out[0]);
+                if (add >= 0 && f->g->nodes[add].op == PF_IR_ADD &&
+                    f->g->nodes[add].act == PF_IR_ACT_NONE) {
+                    t->ms = cn->in[1]; /* kept: its rounding and saturation */
+                    t->mzp = zp;
+                    t->absorbed[t->n_absorbed++] = c;
+                    t->absorbed[t->n_absorbed++] = dq;
+                    t->last = dq;
+                    t->out = f->g->nodes[dq].out[0];
+                    continue;
+                }
+            }
             t->ys = cn->in[1];
             t->yzp = zp;
             t->absorbed[t->n_absorbed++] = c;
@@ -301,10 +348,10 @@ static pf_status fuse_conv(qf *f, int k, bool *done)
     tail t;
     walk_tail(f, k, true, &t);
     const pf_ir_node *x = &f->g->nodes[dqx], *wn = &f->g->nodes[dqw];
-    int in[12] = {x->in[0], x->in[1], in_at(x, 2), wn->in[0], wn->in[1], in_at(wn, 2), bias,
-                  t.ys, t.yzp, t.r, t.rs, t.rzp};
+    int in[14] = {x->in[0], x->in[1], in_at(x, 2), wn->in[0], wn->in[1], in_at(wn, 2), bias,
+                  t.ys, t.yzp, t.r, t.rs, t.rzp, t.ms, t.mzp};
     pf_ir_attr attr = n->attr;
-    pf_status st = emit(f, k, &t, PF_IR_QCONV, in, 12, &attr);
+    pf_status st = emit(f, k, &t, PF_IR_QCONV, in, 14, &attr);
     *done = st == PF_OK;
     return st;
 }

@@ -1461,32 +1461,89 @@ static pf_status infer_matmul_at(ctx *c, int ai, int bi, pf_ir_dtype dt)
     return st;
 }
 
+/* Scale input si (F32) and zero point zi (the dtype of data input di, or any
+ * 8-bit type when di < 0) of a quantized op: per tensor, or per channel with
+ * `per` entries (per < 0: per tensor only; PER_UNKNOWN: the channel count is
+ * not known yet, sizes are left to the kernels). Absent inputs pass. */
+#define PER_UNKNOWN INT64_MIN
+static pf_status qparams(ctx *c, int si, int zi, int di, int64_t per)
+{
+    const pf_ir_value *sv = si >= 0 ? IN(c, si) : NULL, *zv = zi >= 0 ? IN(c, zi) : NULL;
+    const pf_ir_value *dv = di >= 0 ? IN(c, di) : NULL;
+    if (sv && sv->dtype != PF_IR_F32) return bad_input(c, si, "scale must be float32");
+    if (zv && dv && zv->dtype != dv->dtype)
+        return bad_input(c, zi, "zero point dtype differs from its tensor's");
+    if (zv && !dv && !is_q8(zv->dtype)) return bad_input(c, zi, "zero point must be uint8 or int8");
+    if (per == PER_UNKNOWN) return PF_OK;
+    pf_status st = sv ? check_qparam(c, si, per, "scale") : PF_OK;
+    if (st == PF_OK && zv) st = check_qparam(c, zi, per, "zero point");
+    return st;
+}
+
+/* Output channels of conv weight input wi, rows of A (ai) / columns of B (bi). */
+static int64_t qdim(ctx *c, int vi, int from_end)
+{
+    const pf_ir_value *v = IN(c, vi);
+    if (!known(v) || v->ndim < 1) return PER_UNKNOWN;
+    if (from_end < 0) return v->dims[0];
+    if (v->ndim < from_end) return 1; /* a 1-D A has one row */
+    int64_t d = v->dims[v->ndim - from_end];
+    return d < 0 ? PER_UNKNOWN : d;
+}
+
 static pf_status infer_quant_op(ctx *c)
 {
     const pf_ir_node *n = c->n;
+    const bool integer = n->op == PF_IR_CONV_INTEGER || n->op == PF_IR_MATMUL_INTEGER;
     for (int i = 0; i < n->n_in; i++) {
         const pf_ir_value *v = IN(c, i);
-        bool data = (i == 0 || i == 3) && n->op != PF_IR_CONV_INTEGER && n->op != PF_IR_MATMUL_INTEGER;
-        if (n->op == PF_IR_CONV_INTEGER || n->op == PF_IR_MATMUL_INTEGER) data = i < 2;
+        bool data = integer ? i < 2 : (i == 0 || i == 3);
         if (v && data && !is_q8(v->dtype)) return bad_input(c, i, "must be uint8 or int8");
     }
     pf_ir_dtype ydt;
+    pf_status st = PF_OK;
+#define QP(si, zi, di, per) \
+    do { \
+        if (st == PF_OK) st = qparams(c, si, zi, di, per); \
+    } while (0)
     switch (n->op) {
-    case PF_IR_QLINEAR_CONV: case PF_IR_QLINEAR_MATMUL:
+    case PF_IR_QLINEAR_CONV: case PF_IR_QLINEAR_MATMUL: {
+        const bool mm = n->op == PF_IR_QLINEAR_MATMUL;
         ydt = IN(c, 7)->dtype;
         if (!is_q8(ydt)) return bad_input(c, 7, "y zero point must be uint8 or int8");
-        if (n->op == PF_IR_QLINEAR_MATMUL) return infer_matmul_at(c, 0, 3, ydt);
+        const int64_t rows = mm ? qdim(c, 0, 2) : -1, cols = mm ? qdim(c, 3, 1) : qdim(c, 3, -1);
+        QP(1, 2, 0, rows);
+        QP(4, 5, 3, cols);
+        QP(6, 7, -1, rows);
+        if (st != PF_OK) return st;
+        if (mm) return infer_matmul_at(c, 0, 3, ydt);
         if (IN(c, 8) && IN(c, 8)->dtype != PF_IR_I32) return bad_input(c, 8, "bias must be int32");
-        return infer_conv_at(c, 0, 3, -1, ydt);
-    case PF_IR_CONV_INTEGER: return infer_conv_at(c, 0, 1, -1, PF_IR_I32);
-    case PF_IR_MATMUL_INTEGER: return infer_matmul_at(c, 0, 1, PF_IR_I32);
-    case PF_IR_QCONV: case PF_IR_QMATMUL:
+        return infer_conv_at(c, 0, 3, 8, ydt);
+    }
+    case PF_IR_CONV_INTEGER:
+        QP(-1, 2, 0, -1);
+        QP(-1, 3, 1, qdim(c, 1, -1));
+        return st != PF_OK ? st : infer_conv_at(c, 0, 1, -1, PF_IR_I32);
+    case PF_IR_MATMUL_INTEGER:
+        QP(-1, 2, 0, qdim(c, 0, 2));
+        QP(-1, 3, 1, qdim(c, 1, 1));
+        return st != PF_OK ? st : infer_matmul_at(c, 0, 1, PF_IR_I32);
+    case PF_IR_QCONV: case PF_IR_QMATMUL: {
+        const bool mm = n->op == PF_IR_QMATMUL;
         ydt = IN(c, 7) ? (IN(c, 8) ? IN(c, 8)->dtype : PF_IR_U8) : PF_IR_F32;
         if (IN(c, 6) && IN(c, 6)->dtype != PF_IR_F32) return bad_input(c, 6, "bias must be float32");
-        if (n->op == PF_IR_QMATMUL) return infer_matmul_at(c, 0, 3, ydt);
+        QP(1, 2, 0, -1);
+        QP(4, 5, 3, mm ? qdim(c, 3, 1) : qdim(c, 3, -1));
+        QP(7, 8, -1, -1);
+        if (IN(c, 9) && is_q8(IN(c, 9)->dtype)) QP(10, 11, 9, -1);
+        QP(12, 13, -1, -1);
+        if (st != PF_OK) return st;
+        if (mm) return infer_matmul_at(c, 0, 3, ydt);
         return infer_conv_at(c, 0, 3, 6, ydt);
+    }
     default: break;
     }
+#undef QP
     return node_err(c->g, c->id, PF_ERR_INTERNAL, "not a quantization op");
 }
 

@@ -67,6 +67,13 @@ static void qconv_epilogue(const pf_nn_cpu_args *a, int64_t m, size_t oi, int32_
     float ws = (float)pf_nn_q_param(a, 4, m);
     float f = (float)acc * (xs * ws);
     if (n->n_in > 6 && a->in[6]) f += ((const float *)a->in[6])[m];
+    if (n->n_in > 12 && a->in[12]) {
+        /* The Q -> DQ pair the fusion looked through (ir.h). */
+        float ms = (float)pf_nn_q_param(a, 12, 0);
+        int32_t mzp = (int32_t)pf_nn_q_param(a, 13, 0);
+        pf_ir_dtype mdt = n->n_in > 13 && a->vin[13] ? a->vin[13]->dtype : PF_IR_U8;
+        f = (float)(pf_nn_q_round_sat((double)(f / ms), mzp, mdt) - mzp) * ms;
+    }
     if (n->n_in > 9 && a->in[9]) {
         const pf_ir_value *r = a->vin[9];
         if (r->dtype == PF_IR_F32) f += ((const float *)a->in[9])[oi];

@@ -96,7 +96,7 @@ pf_status pf_nn_cpu_dequantize(const pf_nn_cpu_args *a)
         int64_t ch = (i / inner) % dim;
         int32_t zp = (int32_t)pf_nn_q_param(a, 2, ch);
         int32_t q = pf_nn_q_load(a->in[0], x->dtype, (size_t)i);
-        y[i] = (float)(q - zp) * scale[ns == 1 ? 0 : ch];
+        y[i] = (float)((int64_t)q - zp) * scale[ns == 1 ? 0 : ch]; /* int32 data: no overflow */
     }
     return PF_OK;
 }

@@ -8,6 +8,7 @@
 
 #include "../../core/error.h"
 #include "cu_internal.h"
+#include "qconv.h"
 
 
 /* Pixel slices for global pooling of a channels-last [n, c, hw] map: enough
@@ -635,6 +636,22 @@ pf_status pf_nn_cuda_run_node(const pf_ir_graph *g, int node, const pf_nn_cu_ten
         LAUNCH(pf_cu_launch_rows(&r, n->op, 0, x->data, x->dtype, y->data, y->dtype, stream));
         return PF_OK;
     }
+    case PF_IR_QUANTIZE_LINEAR: case PF_IR_DEQUANTIZE_LINEAR: {
+        /* Per-tensor constants only (kernel_supports checks): read on the host. */
+        const pf_ir_value *sv = &g->values[n->in[1]];
+        const pf_ir_value *zv = n->n_in > 2 && n->in[2] >= 0 ? &g->values[n->in[2]] : NULL;
+        const float scale = ((const float *)sv->data)[0];
+        int zp = 0;
+        if (zv) zp = zv->dtype == PF_IR_U8 ? ((const uint8_t *)zv->data)[0]
+                   : zv->dtype == PF_IR_I8 ? ((const int8_t *)zv->data)[0]
+                                           : ((const int32_t *)zv->data)[0];
+        space_of(&s, y);
+        bcast(&s, 1, x);
+        pf_cu_nd_simplify(&s, 2);
+        LAUNCH(pf_cu_launch_qdq(&s, n->op == PF_IR_QUANTIZE_LINEAR, x->data, x->dtype, y->data,
+                                y->dtype, scale, zp, stream));
+        return PF_OK;
+    }
     case PF_IR_BATCHNORM: {
         pf_cu_bn p;
         memset(&p, 0, sizeof p);
@@ -681,10 +698,24 @@ bool pf_nn_cuda_kernel_supports(const pf_ir_graph *g, int node, char *why, size_
     case PF_IR_SHAPE: case PF_IR_CONSTANT_OF_SHAPE:
         snprintf(why, why_size, "%s must be constant-folded before a CUDA plan", opn);
         return false;
-    case PF_IR_QUANTIZE_LINEAR: case PF_IR_DEQUANTIZE_LINEAR: case PF_IR_QLINEAR_CONV:
-    case PF_IR_QLINEAR_MATMUL: case PF_IR_CONV_INTEGER: case PF_IR_MATMUL_INTEGER:
+    case PF_IR_QUANTIZE_LINEAR: case PF_IR_DEQUANTIZE_LINEAR:
+        for (int k = 1; k < n->n_in; k++) {
+            const pf_ir_value *v = n->in[k] >= 0 ? &g->values[n->in[k]] : NULL;
+            if (v && (!v->data || pf_ir_value_numel(v) != 1 ||
+                      (k == 1 && v->dtype != PF_IR_F32))) {
+                snprintf(why, why_size, "%s: only per-tensor constant scales and zero points on "
+                         "CUDA ('%s')", opn, v->name);
+                return false;
+            }
+        }
+        return true;
     case PF_IR_QCONV: case PF_IR_QMATMUL:
-        snprintf(why, why_size, "%s: integer (INT8) ops have no CUDA kernels yet (CPU only)", opn);
+        snprintf(why, why_size, "%s runs as an int8 step (qconv_exec.c), not a plain kernel", opn);
+        return false;
+    case PF_IR_QLINEAR_CONV: case PF_IR_QLINEAR_MATMUL: case PF_IR_CONV_INTEGER:
+    case PF_IR_MATMUL_INTEGER:
+        snprintf(why, why_size, "%s: ONNX's integer ops run on the CPU only (QDQ models run "
+                 "on CUDA)", opn);
         return false;
     case PF_IR_TILE:
         if (g->values[n->in[0]].ndim > PF_CU_MAXD / 2) {

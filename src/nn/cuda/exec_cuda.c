@@ -62,7 +62,8 @@ struct pf_cux_weight {
     pf_buffer *buf;
 };
 
-enum { K_KERNEL = 0, K_CONV, K_GEMM, K_CONVERT, K_ABSORBED /* an Add its conv computed */ };
+enum { K_KERNEL = 0, K_CONV, K_GEMM, K_CONVERT, K_ABSORBED /* an Add its conv computed */,
+       K_QCONV /* int8 QCONV / QMATMUL */ };
 
 typedef struct step {
     int node;                   /* IR node; for K_CONVERT the consumer's node */
@@ -71,6 +72,7 @@ typedef struct step {
     pf_nn_cu_tensor out[PF_IR_MAX_OUTPUTS];
     pf_cux_conv conv;
     pf_cux_gemm gemm;
+    pf_cux_qconv qconv;
     int r_out, r_z;             /* K_CONV with a residual: the Add's output and z */
 } step;
 
@@ -391,13 +393,19 @@ static bool follows_layout(pf_ir_op op)
     case PF_IR_SPLIT: case PF_IR_DEPTH_TO_SPACE: case PF_IR_SPACE_TO_DEPTH: case PF_IR_RESIZE:
     case PF_IR_MAXPOOL: case PF_IR_AVGPOOL: case PF_IR_GLOBAL_AVGPOOL: case PF_IR_GLOBAL_MAXPOOL:
     case PF_IR_SOFTMAX: case PF_IR_LOG_SOFTMAX:
+    case PF_IR_QUANTIZE_LINEAR: case PF_IR_DEQUANTIZE_LINEAR:
         return true;
     default:
         return false;
     }
 }
 
-static bool float4d(const pf_ir_value *v) { return !v->data && v->ndim == 4 && is_float(v->dtype); }
+/* 4D activations that may be stored channels-last (int8 ones feed QCONV). */
+static bool float4d(const pf_ir_value *v)
+{
+    return !v->data && v->ndim == 4 &&
+           (is_float(v->dtype) || v->dtype == PF_IR_I8 || v->dtype == PF_IR_U8);
+}
 
 static void set_strides(pf_nn_cu_tensor *t, bool nhwc)
 {
@@ -557,8 +565,10 @@ static void plan_destroy(void *vc, void *vp)
     plan *p = vp;
     if (!p) return;
     cudaDeviceSynchronize();
-    for (int i = 0; i < p->n_steps; i++)
+    for (int i = 0; i < p->n_steps; i++) {
         if (p->steps[i].kind == K_CONV) pf_cux_conv_release(&p->steps[i].conv);
+        if (p->steps[i].kind == K_QCONV) pf_cux_qconv_release(&p->steps[i].qconv);
+    }
     if (p->exec) cudaGraphExecDestroy(p->exec);
     if (p->ev0) cudaEventDestroy(p->ev0);
     if (p->ev1) cudaEventDestroy(p->ev1);
@@ -584,7 +594,7 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
         const pf_ir_node *n = &g->nodes[i];
         if (n->dead) continue;
         if (n->op == PF_IR_CONV || n->op == PF_IR_CONV_TRANSPOSE || n->op == PF_IR_GEMM ||
-            n->op == PF_IR_MATMUL)
+            n->op == PF_IR_MATMUL || n->op == PF_IR_QCONV || n->op == PF_IR_QMATMUL)
             continue;
         char why[160];
         if (!pf_nn_cuda_kernel_supports(g, i, why, sizeof why))
@@ -625,7 +635,8 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
     /* Layouts. */
     for (int i = 0; i < g->n_nodes; i++) {
         const pf_ir_node *n = &g->nodes[i];
-        if (!n->dead && is_conv_op(n->op) && n->in[0] >= 0) conv_in[n->in[0]] = true;
+        if (!n->dead && (is_conv_op(n->op) || n->op == PF_IR_QCONV) && n->in[0] >= 0)
+            conv_in[n->in[0]] = true;
     }
     for (int k = 0; k < g->n_inputs; k++) {
         const int v = g->inputs[k];
@@ -641,8 +652,9 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
             const int v = n->out[j];
             if (v < 0) continue;
             if (!float4d(&g->values[v])) continue;
-            if (is_conv_op(n->op)) nhwc[v] = true;
-            else if (n->op == PF_IR_GEMM || n->op == PF_IR_MATMUL) nhwc[v] = false;
+            if (is_conv_op(n->op) || n->op == PF_IR_QCONV) nhwc[v] = true;
+            else if (n->op == PF_IR_GEMM || n->op == PF_IR_MATMUL || n->op == PF_IR_QMATMUL)
+                nhwc[v] = false;
             /* A graph output no conv reads stays row-major: the caller
              * wants NCHW, and the producer writing it directly is cheaper
              * than an NHWC value plus a transposing output copy (the final
@@ -766,6 +778,7 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
         s->node = i;
         s->kind = is_conv_op(n->op) ? K_CONV : (n->op == PF_IR_GEMM || n->op == PF_IR_MATMUL)
                                                    ? K_GEMM : K_KERNEL;
+        if (n->op == PF_IR_QCONV || n->op == PF_IR_QMATMUL) s->kind = K_QCONV;
         for (int j = 0; j < n->n_in; j++) {
             const int v = n->in[j];
             if (v < 0) continue;
@@ -803,6 +816,12 @@ static pf_status plan_create(void *vc, const pf_ir_graph *g, int64_t batch, void
         } else if (s->kind == K_GEMM) {
             st = pf_cux_gemm_prepare(c, g, i, s->in, &s->out[0], &s->gemm);
             if (st != PF_OK) goto done;
+        } else if (s->kind == K_QCONV) {
+            st = pf_cux_qconv_prepare(c, g, i, s->in, &s->out[0], &s->qconv);
+            if (st != PF_OK) {
+                pf_cux_qconv_release(&s->qconv);
+                goto done;
+            }
         } else {
             const size_t need = pf_nn_cuda_kernel_scratch(g, i);
             if (need > ws) ws = need;
@@ -938,6 +957,7 @@ static pf_status run_step(pf_cux_ctx *c, plan *p, step *s, cudaStream_t cs)
     case K_CONV: return pf_cux_conv_run(c, p->g, s->node, &s->conv, &s->in[0], &s->out[0], p->ws, cs);
     case K_GEMM: return pf_cux_gemm_run(c, p->g, s->node, &s->gemm, s->in, &s->out[0], cs);
     case K_ABSORBED: return PF_OK;
+    case K_QCONV: return pf_cux_qconv_run(p->g, s->node, &s->qconv, s->in, &s->out[0], cs);
     default: return pf_nn_cuda_run_node(p->g, s->node, s->in, s->out, cs, p->ws, p->ws_bytes);
     }
 }
@@ -1167,7 +1187,9 @@ static pf_status plan_profile(void *vc, void *vp, pf_stream *stream, const pf_te
         if (k < cap) {
             const pf_ir_node *nd = &p->g->nodes[s->node];
             times[k].name = nd->name;
-            times[k].op = s->kind == K_CONV ? pf_cux_conv_path(&s->conv) : pf_ir_op_name(nd->op);
+            times[k].op = s->kind == K_CONV    ? pf_cux_conv_path(&s->conv)
+                          : s->kind == K_QCONV ? pf_cux_qconv_path(&s->qconv)
+                                               : pf_ir_op_name(nd->op);
             if (!times[k].op) times[k].op = nd->src_op;
             times[k].ms = (double)(ms + pending);
         }

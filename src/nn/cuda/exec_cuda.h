@@ -13,6 +13,7 @@
 #include "../plan_cache.h"
 #include "cu_internal.h"
 #include "dl_libs.h" /* cuDNN/cuBLAS calls go through run-time loaded tables */
+#include "qconv.h"
 
 typedef struct pf_cux_weight pf_cux_weight;
 
@@ -167,5 +168,21 @@ pf_status pf_cux_gemm_run(pf_cux_ctx *c, const pf_ir_graph *g, int node, const p
 /* "node 3 'conv1' (Conv)" without depending on pf_ir_node_desc. */
 const char *pf_cux_desc(const pf_ir_graph *g, int node, char *buf, size_t size);
 size_t pf_cux_esz(pf_ir_dtype t);
+
+/* qconv_exec.c: QCONV / QMATMUL steps (int8; qconv.h). The step owns mem. */
+typedef struct pf_cux_qconv {
+    bool matmul;
+    bool ig;                    /* tensor-core implicit GEMM (else the direct kernel) */
+    pf_cu_qconv p;
+    pf_cu_qmm mm;
+    pf_buffer *mem;             /* packed weights, scales, bias, zero points */
+} pf_cux_qconv;
+pf_status pf_cux_qconv_prepare(pf_cux_ctx *c, const pf_ir_graph *g, int node,
+                               const pf_nn_cu_tensor *in, const pf_nn_cu_tensor *out,
+                               pf_cux_qconv *q);
+pf_status pf_cux_qconv_run(const pf_ir_graph *g, int node, pf_cux_qconv *q,
+                           const pf_nn_cu_tensor *in, const pf_nn_cu_tensor *out, cudaStream_t s);
+const char *pf_cux_qconv_path(const pf_cux_qconv *q);
+void pf_cux_qconv_release(pf_cux_qconv *q);
 
 #endif
