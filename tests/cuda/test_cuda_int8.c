@@ -6,10 +6,14 @@
  * zero point, a quantized residual, float outputs.
  *
  * Tolerances:
- * - FP32 executor, float output (no final Q): equal within 1e-6 relative.
- *   The int32 sums are exact on both sides and the epilogue rounds the same
- *   operations in the same order (no FMA on the GPU), so any accumulation
- *   error shows as an error of at least one weight-scale step (~1e-4).
+ * - FP32 executor, float output (no final Q): within 1e-5 relative + 5e-5
+ *   absolute. The int32 sums are exact on both sides; the float epilogue
+ *   (scale, bias, float residual, activation) rounds in another order on
+ *   the GPU. The first bound, 1e-6 relative, was written before any GPU
+ *   run and failed on an H200 (2026-11-28): 3888 of 38400 outputs off, max
+ *   3.05e-5 absolute (0.0496427 vs 0.0496425 at the first). An
+ *   accumulation error would still show: it is at least one weight-scale
+ *   step times an input step (~1e-4 in these cases).
  * - FP32 executor, quantized output (read back through a DequantizeLinear):
  *   within one output step (1 LSB). Why not exact: the CPU reference runs
  *   the same float operations, but the x86 build may keep the scale product
@@ -17,7 +21,10 @@
  *   rounding boundary then lands one step apart; in practice 0 differ.
  * - FP16 executor: the float input is rounded to half before the input's
  *   QuantizeLinear, which moves some inputs one int8 step: within 4 output
- *   steps. */
+ *   steps for quantized outputs; for float outputs 2e-2 relative + 6e-2
+ *   absolute (each moved input changes the sum by one tap's weight x the
+ *   input scale; the first bound, 2e-2 absolute, was a guess: on the H200
+ *   13 of 38400 outputs were beyond it, max 0.055, e.g. 0.178 vs 0.208). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +102,7 @@ static void check_case(const conv_case *cc, const char *label)
         for (int64_t i = 0; i < n; i++) {
             const double e = fabs((double)c[i] - (double)r[i]);
             double tol;
-            if (!cc->quant_out) tol = prec ? 2e-2 * fabs(r[i]) + 2e-2 : 1e-6 * fabs(r[i]) + 1e-7;
+            if (!cc->quant_out) tol = prec ? 2e-2 * fabs(r[i]) + 6e-2 : 1e-5 * fabs(r[i]) + 5e-5;
             else tol = (prec ? 4.0 : 1.0) * PF_INT8_TEST_YS * 1.001;
             if (e > 0) diff++;
             if (!(e <= tol)) {
