@@ -36,6 +36,7 @@ bool model_parse_precision(const char *s, pf_nn_precision *out);
 int cmd_model_test(int argc, char **argv);
 int cmd_model_quantize(int argc, char **argv);
 int cmd_model_compare(int argc, char **argv);
+int cmd_model_convert(int argc, char **argv);
 
 /* Shared by quantize and compare (cmd_model_quantize.c): --mean/--std/--scale
  * into q (left alone when none is given: the model's defaults apply),

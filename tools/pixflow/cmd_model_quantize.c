@@ -1,4 +1,4 @@
-/* `pixflow model quantize`: post-training int8 quantization into a QDQ ONNX
+/* `pixflow model quantize` (and `convert`): post-training int8 quantization into a QDQ ONNX
  * file (pf_model_quantize; docs/quantize.md).
  *
  * JSON keys of --json: file, output, method, percentile, images, norm,
@@ -222,6 +222,44 @@ int cmd_model_quantize(int argc, char **argv)
                "%d activations, %d residual Adds; %d convs on 1x1 maps kept float\n", r.nodes,
                r.weights, r.activations, r.residual_adds, r.left_float);
         printf("  time        %.2f s calibration, %.2f s total\n", r.calib_s, r.total_s);
+    }
+    return CLI_EXIT_OK;
+}
+
+/* `pixflow model convert MODEL -o OUT.onnx`: the loaded model (TFLite
+ * included) written as FP32 ONNX (pf_model_save_onnx), the reference other
+ * runtimes compare a quantized file against (bench/quant_check.py). */
+static const cli_option convert_options[] = {
+    {"output", "OUT.onnx", "(-o) the ONNX file to write"},
+    {"help", NULL, "this help"},
+    {NULL, NULL, NULL},
+};
+
+int cmd_model_convert(int argc, char **argv)
+{
+    const char *cmd = "model convert";
+    cli_args a;
+    if (!cli_parse(cmd, convert_options, argc, argv, &a)) return CLI_EXIT_USAGE;
+    if (cli_flag(convert_options, &a, "help")) {
+        printf("usage: pixflow model convert MODEL -o OUT.onnx\n\n"
+               "Writes an ONNX or TFLite model as it is loaded (after the graph passes:\n"
+               "batch norms folded, constants folded) as an FP32 ONNX file, opset 17.\n\n"
+               "options:\n");
+        cli_print_options(stdout, convert_options);
+        return CLI_EXIT_OK;
+    }
+    const char *out = cli_value(convert_options, &a, "output");
+    if (a.positional_count != 1 || !out) {
+        fprintf(stderr, "pixflow %s: expected MODEL -o OUT.onnx\n", cmd);
+        return CLI_EXIT_USAGE;
+    }
+    pf_model *m = NULL;
+    pf_status st = pf_model_load(a.positional[0], &m);
+    if (st == PF_OK) st = pf_model_save_onnx(m, out);
+    pf_model_free(&m);
+    if (st) {
+        fprintf(stderr, "pixflow %s: %s\n", cmd, pf_last_error());
+        return CLI_EXIT_FAIL;
     }
     return CLI_EXIT_OK;
 }
