@@ -254,6 +254,41 @@ static void test_fused_and_attrs(void)
     pf_ir_graph_destroy(&g);
 }
 
+/* What PyTorch writes for interpolate(size=x.shape[-2:]) with a dynamic
+ * batch: Resize's sizes computed from Shape ops. Made with python3-onnx's
+ * helpers (skipped without them). */
+static void test_runtime_resize(void)
+{
+    if (system("/usr/bin/python3 -c 'import onnx.helper' >/dev/null 2>&1") != 0) {
+        printf("  python3-onnx absent: skipped\n");
+        return;
+    }
+    char path[512], cmd[4096];
+    snprintf(path, sizeof path, "%s/src_resize_shape.onnx.in", g_tmp);
+    snprintf(cmd, sizeof cmd,
+             "/usr/bin/python3 - '%s' <<'EOF'\n"
+             "import sys, numpy as np, onnx\n"
+             "from onnx import helper as h, TensorProto as T, numpy_helper as nh\n"
+             "w = nh.from_array((np.arange(108, dtype=np.float32).reshape(4, 3, 3, 3) %% 7 - 3) / 5, 'w')\n"
+             "i64 = lambda n, v: nh.from_array(np.array(v, dtype=np.int64), n)\n"
+             "nodes = [h.make_node('Conv', ['x', 'w'], ['c'], pads=[1, 1, 1, 1], strides=[2, 2]),\n"
+             "         h.make_node('Relu', ['c'], ['r']),\n"
+             "         h.make_node('Shape', ['x'], ['sx']), h.make_node('Shape', ['r'], ['sr']),\n"
+             "         h.make_node('Slice', ['sx', 'two', 'four'], ['hw']),\n"
+             "         h.make_node('Slice', ['sr', 'zero', 'two'], ['nc']),\n"
+             "         h.make_node('Concat', ['nc', 'hw'], ['sizes'], axis=0),\n"
+             "         h.make_node('Resize', ['r', '', '', 'sizes'], ['y'], mode='linear',\n"
+             "                     coordinate_transformation_mode='pytorch_half_pixel')]\n"
+             "g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', T.FLOAT, ['N', 3, 16, 16])],\n"
+             "                 [h.make_tensor_value_info('y', T.FLOAT, ['N', 4, 16, 16])],\n"
+             "                 [w, i64('zero', [0]), i64('two', [2]), i64('four', [4])])\n"
+             "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]), sys.argv[1])\n"
+             "EOF",
+             path);
+    REQUIRE(system(cmd) == 0);
+    round_trip(path, "resize_shape");
+}
+
 /* Debian's python3-onnx checks every file written above. */
 static void test_onnx_checker(void)
 {
@@ -280,6 +315,7 @@ int main(void)
     PF_RUN(test_fused_and_attrs);
     PF_RUN(test_mediapipe);
     PF_RUN(test_onnx_models);
+    PF_RUN(test_runtime_resize);
     PF_RUN(test_onnx_checker);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);

@@ -405,7 +405,7 @@ static void write_value(pbuf *b, int field, const pf_onnx_wvalue *v, const char 
     if (v->ndim >= 0) {
         for (int d = 0; d < v->ndim; d++) {
             if (v->dims[d] >= 0) pb_int(&dim, 1, v->dims[d]);
-            else pb_str(&dim, 2, sym);
+            else if (v->dims[d] == PF_IR_DIM_BATCH) pb_str(&dim, 2, sym);
             pb_msg(&shape, 1, &dim);
         }
         pb_msg(&tensor, 2, &shape);

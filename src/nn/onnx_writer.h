@@ -72,11 +72,15 @@ typedef struct pf_onnx_winit {
     void *owned;           /* == data when copied, NULL when borrowed */
 } pf_onnx_winit;
 
+/* A dimension written with neither a value nor a symbol. */
+#define PF_ONNX_DIM_UNKNOWN (-2)
+
 typedef struct pf_onnx_wvalue {
     char *name;
     int dtype;
     int ndim;              /* -1: no shape written */
-    int64_t dims[PF_IR_MAX_RANK]; /* PF_IR_DIM_BATCH = the batch symbol */
+    int64_t dims[PF_IR_MAX_RANK]; /* PF_IR_DIM_BATCH = the batch symbol,
+                                   * PF_ONNX_DIM_UNKNOWN = unknown */
 } pf_onnx_wvalue;
 
 typedef struct pf_onnx_wmodel {

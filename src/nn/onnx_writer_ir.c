@@ -396,6 +396,14 @@ static pf_status lower_node(lower *c)
             TRY(pf_onnx_wnode_attr_string(o, "mode", a->d2s.crd ? "CRD" : "DCR"));
         break;
     case PF_IR_RESIZE: {
+        if (n_in > 1) {
+            /* Scales or sizes computed at run time (from Shape of a batch-
+             * symbolic value, as PyTorch exports interpolate(size=...)):
+             * (X, roi, scales, sizes) as they are. */
+            in[1] = "";
+            EMIT("Resize", n_in);
+            goto resize_attrs;
+        }
         float s[PF_IR_MAX_RANK];
         TRY(resize_scales(c, n, s));
         snprintf(extra[0], sizeof extra[0], "%s", const_name(c, "/scales"));
@@ -403,6 +411,7 @@ static pf_status lower_node(lower *c)
         in[1] = "";
         in[2] = extra[0];
         EMIT("Resize", 3);
+    resize_attrs:;
         const pf_ir_resize_attr *r = &a->resize;
         TRY(pf_onnx_wnode_attr_string(o, "mode", r->mode == PF_IR_RESIZE_LINEAR ? "linear" : "nearest"));
         TRY(pf_onnx_wnode_attr_string(o, "coordinate_transformation_mode", coord_name(r->coord)));
@@ -506,7 +515,17 @@ static pf_status lower_graph(lower *c)
             return pf_set_error(PF_ERR_UNSUPPORTED, "onnx writer: %s: output '%s' is a %s, not "
                                 "computed by a node", g->name ? g->name : "graph", v->name,
                                 v->data ? "constant" : "graph input");
-        TRY(pf_onnx_wmodel_add_value(w, 1, v->name, pf_onnx_dtype_of_ir(v->dtype), v->ndim, v->dims));
+        int ndim = v->ndim;
+        int64_t dims[PF_IR_MAX_RANK];
+        memcpy(dims, v->dims, sizeof dims);
+        if (ndim < 0 && v->producer >= 0 && g->nodes[v->producer].op == PF_IR_RESIZE) {
+            /* Sizes computed at run time: the rank is the input's, the dims
+             * unknown (ONNX's checker wants a shape on graph outputs). */
+            const pf_ir_value *x = &g->values[g->nodes[v->producer].in[0]];
+            ndim = x->ndim;
+            for (int d = 0; d < ndim; d++) dims[d] = PF_ONNX_DIM_UNKNOWN;
+        }
+        TRY(pf_onnx_wmodel_add_value(w, 1, v->name, pf_onnx_dtype_of_ir(v->dtype), ndim, dims));
     }
     for (int i = 0; i < g->n_values; i++) {
         const pf_ir_value *v = &g->values[i];
