@@ -118,17 +118,24 @@ static const char *plain_op(pf_ir_op op)
     }
 }
 
-static pf_status conv_attrs(pf_onnx_wnode *o, const pf_ir_conv_attr *a, bool transpose)
+/* kernel_shape, strides and ONNX's pads (all begins, then all ends). */
+static pf_status window_attrs(pf_onnx_wnode *o, int nsp, const int64_t *kernel,
+                              const int64_t *stride, const int64_t *begin, const int64_t *end)
 {
     int64_t pads[4];
-    for (int i = 0; i < a->nsp; i++) {
-        pads[i] = a->pad_begin[i];
-        pads[a->nsp + i] = a->pad_end[i];
+    for (int i = 0; i < nsp; i++) {
+        pads[i] = begin[i];
+        pads[nsp + i] = end[i];
     }
-    TRY(pf_onnx_wnode_attr_ints(o, "kernel_shape", a->kernel, a->nsp));
-    TRY(pf_onnx_wnode_attr_ints(o, "strides", a->stride, a->nsp));
+    TRY(pf_onnx_wnode_attr_ints(o, "kernel_shape", kernel, nsp));
+    TRY(pf_onnx_wnode_attr_ints(o, "strides", stride, nsp));
+    return pf_onnx_wnode_attr_ints(o, "pads", pads, 2 * nsp);
+}
+
+static pf_status conv_attrs(pf_onnx_wnode *o, const pf_ir_conv_attr *a, bool transpose)
+{
+    TRY(window_attrs(o, a->nsp, a->kernel, a->stride, a->pad_begin, a->pad_end));
     TRY(pf_onnx_wnode_attr_ints(o, "dilations", a->dilation, a->nsp));
-    TRY(pf_onnx_wnode_attr_ints(o, "pads", pads, 2 * a->nsp));
     TRY(pf_onnx_wnode_attr_int(o, "group", a->group));
     if (transpose) TRY(pf_onnx_wnode_attr_ints(o, "output_padding", a->output_padding, a->nsp));
     return PF_OK;
@@ -136,14 +143,7 @@ static pf_status conv_attrs(pf_onnx_wnode *o, const pf_ir_conv_attr *a, bool tra
 
 static pf_status pool_attrs(pf_onnx_wnode *o, const pf_ir_pool_attr *a, bool max)
 {
-    int64_t pads[4];
-    for (int i = 0; i < a->nsp; i++) {
-        pads[i] = a->pad_begin[i];
-        pads[a->nsp + i] = a->pad_end[i];
-    }
-    TRY(pf_onnx_wnode_attr_ints(o, "kernel_shape", a->kernel, a->nsp));
-    TRY(pf_onnx_wnode_attr_ints(o, "strides", a->stride, a->nsp));
-    TRY(pf_onnx_wnode_attr_ints(o, "pads", pads, 2 * a->nsp));
+    TRY(window_attrs(o, a->nsp, a->kernel, a->stride, a->pad_begin, a->pad_end));
     TRY(pf_onnx_wnode_attr_int(o, "ceil_mode", a->ceil_mode));
     if (max) TRY(pf_onnx_wnode_attr_ints(o, "dilations", a->dilation, a->nsp));
     else TRY(pf_onnx_wnode_attr_int(o, "count_include_pad", a->count_include_pad));

@@ -118,14 +118,17 @@ void pf_qdq_plan_free(pf_qdq_plan *p)
     memset(p, 0, sizeof *p);
 }
 
+/* Whether input k of n reads the dequantized value: the activation inputs
+ * of quantized ops, and the planned inputs of residual Adds (`residual` is
+ * decided before any input of the node is renamed). */
 static bool consumer_wants(const pf_onnx_wmodel *w, const pf_qdq_plan *plan,
-                           const pf_onnx_wnode *n, int k)
+                           const pf_onnx_wnode *n, int k, bool residual)
 {
     if (is_mm(n->op_type) && tiny_conv(w, n)) return false;
     if (is_mm(n->op_type)) {
         int n_act = !strcmp(n->op_type, "MatMul") ? 2 : 1;
         if (k >= n_act) return false;
-    } else if (strcmp(n->op_type, "Add") != 0) {
+    } else if (!residual) {
         return false;
     }
     for (int i = 0; i < plan->n_acts; i++)
@@ -347,11 +350,12 @@ pf_status pf_qdq_insert(pf_onnx_wmodel *w, const pf_qdq_plan *plan, const pf_cal
     for (int i = 0; i < w->n_nodes && st == PF_OK; i++) {
         /* Copy what is needed: inserting nodes moves w->nodes. */
         int n_in = w->nodes[i].n_in;
+        bool residual = residual_add(w, &w->nodes[i]);
         for (int k = 0; k < n_in && st == PF_OK; k++) {
             const pf_onnx_wnode *n = &w->nodes[i];
             const char *v = n->in[k];
             int added = 0;
-            if (consumer_wants(w, plan, n, k)) {
+            if (consumer_wants(w, plan, n, k, residual)) {
                 const char *to = map_find(&acts, v);
                 if (!to) {
                     char vcopy[512];
