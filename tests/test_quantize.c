@@ -12,7 +12,8 @@
  *    with scale = max|w| / 127 of the source weights, every quantized conv
  *    reads a DequantizeLinear on both inputs, no float copy of a quantized
  *    weight is left; the simulated file loads in pixflow and its mask on
- *    messi5.jpg agrees with FP32 (IoU of mask > 0.5 >= 0.8);
+ *    messi5.jpg agrees with FP32 (IoU of mask > 0.5 >= 0.8), and so does
+ *    the QDQ file run by pixflow where this build imports Q/DQ;
  *  - refusals naming the field: no images, percentile 0, a model without an
  *    image input.
  * Skips (77) without the selfie model or the images. */
@@ -275,6 +276,17 @@ static void test_selfie(void)
         CHECK(mask_iou(m, m, messi) == 1.0);
     }
     pf_model_free(&s);
+    /* The QDQ file itself, where this build imports Q/DQ (pixflow's int8
+     * CPU path): the same agreement as the simulation. */
+    pf_model *q = NULL;
+    if (pf_model_load(qdq, &q) == PF_OK) {
+        double iou = mask_iou(m, q, messi);
+        printf("  QDQ file run by pixflow vs FP32 on messi5.jpg: mask IoU %.4f\n", iou);
+        CHECK(iou >= 0.8);
+    } else {
+        printf("  this build does not import the QDQ file (%s): its run skipped\n", pf_last_error());
+    }
+    pf_model_free(&q);
     pf_model_free(&m);
 }
 
