@@ -13,7 +13,8 @@
 #            runs in `pixflow model run`, and `pixflow model compare` on 12
 #            frames of the second half gives mask IoU vs FP32 >= 0.90 (0.9475
 #            measured with 45/45 frames, percentile 99.99); the QDQ file itself
-#            runs in `pixflow model run` where this build imports Q/DQ.
+#            runs in `pixflow model run` (pixflow's int8 path) with the same
+#            IoU bound, also against the model written by `model convert`.
 #   vtest    the same on .data/vtest.avi (people far away: tiny masks, so
 #            the IoU is only printed) with --method minmax and entropy: both
 #            write loadable files.
@@ -110,7 +111,21 @@ assert o["miou"] >= 0.90, o
 PYEOF
   if run_model int8.onnx; then
     echo "model run: the QDQ file runs"
-    "$PIXFLOW" model compare "$MODEL" int8.onnx --inputs eval --quiet || fail "compare on QDQ"
+    "$PIXFLOW" model compare "$MODEL" int8.onnx --inputs eval --json --quiet > cq.json ||
+      fail "compare on QDQ"
+    "$PY" - cq.json <<'PYEOF' || fail "mask IoU of the QDQ file too low"
+import json, sys
+o = json.load(open(sys.argv[1]))["outputs"][0]
+print("QDQ int8 run by pixflow vs FP32: mean |d| %.4f, mask agreement %.4f, IoU %.4f"
+      % (o["mean_abs"], o["agreement"], o["miou"]))
+assert o["miou"] >= 0.90, o
+PYEOF
+    # The FP32 model written as ONNX: NHWC mask [N, 256, 256, 1] read as 1 class.
+    "$PIXFLOW" model convert "$MODEL" -o fp32.onnx || fail "convert"
+    "$PIXFLOW" model compare fp32.onnx int8.onnx --inputs eval --json --quiet --mean 0 --std 1 \
+      > cc.json || fail "compare against the converted FP32 model"
+    "$PY" -c "import json,sys; o=json.load(open(sys.argv[1]))['outputs'][0]; assert o['classes'] == 1 and o['miou'] >= 0.9, o" cc.json ||
+      fail "compare on the converted model: $(cat cc.json)"
   elif grep -qi "QuantizeLinear\|DequantizeLinear" run.txt; then
     echo "this build does not import Q/DQ yet: $(head -c 300 run.txt)"
   else

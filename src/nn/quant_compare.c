@@ -21,13 +21,15 @@ typedef struct seg_acc {
     double same, pixels;
 } seg_acc;
 
-/* Layout of a 4-D output: channels at 1 (NCHW) or 3 (NHWC). */
+/* Layout of a 4-D output: channels at 1 (NCHW) or 3 (NHWC). The smaller of
+ * dims 1 and 3 is the channel count (a segmentation head has fewer classes
+ * than pixels a side); the model's layout decides a tie. Not the layout
+ * alone: ONNX files report NCHW for every 4-D tensor, also for a TFLite
+ * model's NHWC mask written as ONNX ([N, 256, 256, 1]). */
 static int chan_axis(const pf_model_io *io)
 {
-    if (io->layout == PF_LAYOUT_NHWC) return 3;
-    if (io->layout == PF_LAYOUT_NCHW) return 1;
-    /* Unknown: the smaller of dims 1 and 3 is the channel count. */
-    return io->shape[3] < io->shape[1] ? 3 : 1;
+    if (io->shape[3] != io->shape[1]) return io->shape[3] < io->shape[1] ? 3 : 1;
+    return io->layout == PF_LAYOUT_NHWC ? 3 : 1;
 }
 
 static int label_at(const float *x, int64_t base, int64_t cstride, int classes)
