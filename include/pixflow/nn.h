@@ -276,6 +276,8 @@ typedef struct pf_quant_params {
     bool norm_set;              /* false: pf_quant_norm_default's values */
     float scale, mean[3], std[3]; /* value = (pixel * scale - mean[c]) / std[c] */
     bool simulate;              /* float "fake quant" ops instead of Q/DQ (see above) */
+    const char *simulated_copy; /* also write the simulated form here, from the same
+                                   calibration (NULL = no); ignored with simulate */
     void (*progress)(void *user, int done, int total); /* per image, may be NULL */
     void *user;
 } pf_quant_params;

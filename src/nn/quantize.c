@@ -78,6 +78,15 @@ pf_status pf_model_quantize(pf_model *m, const pf_quant_params *p, const char *o
         st = pf_qdq_insert(w, &plan, &c, p->simulate, &rep.weights);
     }
     if (st == PF_OK) st = pf_onnx_wmodel_save(w, out_path);
+    if (st == PF_OK && p->simulated_copy && !p->simulate) {
+        /* The same ranges as float ops: lowered again (insertion rewrote w). */
+        pf_onnx_wmodel *ws = NULL;
+        int nw = 0;
+        st = pf_onnx_wmodel_from_ir(pf_model_graph(m), &ws);
+        if (st == PF_OK) st = pf_qdq_insert(ws, &plan, &c, true, &nw);
+        if (st == PF_OK) st = pf_onnx_wmodel_save(ws, p->simulated_copy);
+        pf_onnx_wmodel_destroy(&ws);
+    }
     rep.images = im.n;
     rep.activations = plan.n_acts;
     rep.nodes = plan.nodes;

@@ -24,6 +24,7 @@ static const cli_option quantize_options[] = {
     {"std", "R,G,B", "per-channel divisor (default 1,1,1 when --mean/--scale is given)"},
     {"scale", "S", "pixel (0..255) multiplier (default 1/255)"},
     {"simulate", NULL, "write the quantization as float ops (Div/Round/Clip/Mul), no Q/DQ"},
+    {"simulated-copy", "PATH", "also write the --simulate form to PATH (one calibration)"},
     {"json", NULL, "print the summary as one JSON object"},
     {"quiet", NULL, "no progress on stderr"},
     {"help", NULL, "this help"},
@@ -171,6 +172,12 @@ int cmd_model_quantize(int argc, char **argv)
     }
     if (!model_quant_calib_opts(cmd, quantize_options, &a, &q)) return CLI_EXIT_USAGE;
     q.simulate = cli_flag(quantize_options, &a, "simulate");
+    q.simulated_copy = cli_value(quantize_options, &a, "simulated-copy");
+    if (q.simulated_copy && q.simulate) {
+        fprintf(stderr, "pixflow %s: --simulated-copy with --simulate: the output is already "
+                        "the simulated form\n", cmd);
+        return CLI_EXIT_USAGE;
+    }
     bool json = cli_flag(quantize_options, &a, "json");
     if (!cli_flag(quantize_options, &a, "quiet")) {
         q.progress = model_quant_progress;
