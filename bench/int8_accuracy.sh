@@ -5,10 +5,11 @@
 #
 # Calibration frames come from one video, evaluation frames from another
 # (defaults .data/vtest.avi and .data/Megamind.avi; QUANT_FRAMES each, default
-# 8, spread over the video, bench/quant_frames.py with OpenCV). Calibration and
+# 6, spread over the video, bench/quant_frames.py with OpenCV). Calibration and
 # comparison run on the CPU (DeepLabV3 at 512x512 is the slow part: ~1 s per
-# image and pass on 16 cores); the whole script is meant to stay near 90 s. For DeepLabV3-ResNet50
-# and LRASPP-MobileNetV3 (bench/quant_export.py: torchvision's pretrained
+# image and pass on 16 cores; QUANT_MODELS="selfie lraspp" leaves it out); the
+# whole script is meant to stay near 90 s. For DeepLabV3-ResNet50 and
+# LRASPP-MobileNetV3 (bench/quant_export.py: torchvision's pretrained
 # weights when they are in ~/.cache/torch, else random weights - then the
 # argmax figures mean little, and the table says "random") and the MediaPipe
 # selfie model:
@@ -41,7 +42,7 @@ py=python3
 # e.g. with ffmpeg).
 models=${QUANT_MODELS:-selfie lraspp deeplabv3}
 methods_all=${QUANT_METHODS:-percentile}
-nframes=${QUANT_FRAMES:-8}
+nframes=${QUANT_FRAMES:-6}
 [ -n "$(ls "$out/calib" 2>/dev/null)" ] ||
   $py "$here/bench/quant_frames.py" "$calib_video" "$out/calib" "$nframes" || exit 1
 [ -n "$(ls "$out/eval" 2>/dev/null)" ] ||
