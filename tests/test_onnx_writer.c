@@ -255,8 +255,10 @@ static void test_fused_and_attrs(void)
 }
 
 /* What PyTorch writes for interpolate(size=x.shape[-2:]) with a dynamic
- * batch: Resize's sizes computed from Shape ops. Made with python3-onnx's
- * helpers (skipped without them). */
+ * batch (LRASPP, DeepLabV3): Resize's sizes computed from Shape ops, and
+ * after it a conv with a fused Relu and an Add whose shapes stay unknown in
+ * the symbolic graph (written with their rank, unknown dims). Made with
+ * python3-onnx's helpers (skipped without them). */
 static void test_runtime_resize(void)
 {
     if (system("/usr/bin/python3 -c 'import onnx.helper' >/dev/null 2>&1") != 0) {
@@ -278,10 +280,13 @@ static void test_runtime_resize(void)
              "         h.make_node('Slice', ['sr', 'zero', 'two'], ['nc']),\n"
              "         h.make_node('Concat', ['nc', 'hw'], ['sizes'], axis=0),\n"
              "         h.make_node('Resize', ['r', '', '', 'sizes'], ['y'], mode='linear',\n"
-             "                     coordinate_transformation_mode='pytorch_half_pixel')]\n"
+             "                     coordinate_transformation_mode='pytorch_half_pixel'),\n"
+             "         h.make_node('Conv', ['y', 'w2'], ['z']), h.make_node('Relu', ['z'], ['zr']),\n"
+             "         h.make_node('Add', ['zr', 'y'], ['out'])]\n"
+             "w2 = nh.from_array((np.arange(16, dtype=np.float32).reshape(4, 4, 1, 1) %% 5 - 2) / 3, 'w2')\n"
              "g = h.make_graph(nodes, 'g', [h.make_tensor_value_info('x', T.FLOAT, ['N', 3, 16, 16])],\n"
-             "                 [h.make_tensor_value_info('y', T.FLOAT, ['N', 4, 16, 16])],\n"
-             "                 [w, i64('zero', [0]), i64('two', [2]), i64('four', [4])])\n"
+             "                 [h.make_tensor_value_info('out', T.FLOAT, ['N', 4, 16, 16])],\n"
+             "                 [w, w2, i64('zero', [0]), i64('two', [2]), i64('four', [4])])\n"
              "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]), sys.argv[1])\n"
              "EOF",
              path);

@@ -211,6 +211,9 @@ static const char *nearest_name(pf_ir_nearest_mode m)
     }
 }
 
+static pf_status add_typed(pf_onnx_wmodel *w, const pf_ir_graph *g, int which, int v,
+                           const char *name);
+
 static pf_status lower_node(lower *c)
 {
     const pf_ir_graph *g = c->g;
@@ -491,8 +494,60 @@ static pf_status lower_node(lower *c)
         TRY(pf_onnx_wnode_attr_float(o, "alpha", lo));
         TRY(pf_onnx_wnode_attr_float(o, "beta", hi));
     }
-    const pf_ir_value *v = &g->values[n->out[0]];
-    return pf_onnx_wmodel_add_value(c->w, 2, preact, pf_onnx_dtype_of_ir(v->dtype), v->ndim, v->dims);
+    return add_typed(c->w, g, 2, n->out[0], preact);
+}
+
+/* The rank of a value whose shape inference stopped (a Resize whose sizes
+ * are computed at run time, and everything after it): ops that keep their
+ * input's rank pass it on. -1 when unknown. ONNX's checker wants a shape (a
+ * rank, dims may be unknown) on graph outputs. */
+static int guess_rank(const pf_ir_graph *g, int v, int depth)
+{
+    const pf_ir_value *x = &g->values[v];
+    if (x->ndim >= 0) return x->ndim;
+    if (depth > 256 || x->producer < 0) return -1;
+    const pf_ir_node *n = &g->nodes[x->producer];
+    switch (n->op) {
+    case PF_IR_CONV: case PF_IR_CONV_TRANSPOSE: case PF_IR_BATCHNORM: case PF_IR_RESIZE:
+    case PF_IR_MAXPOOL: case PF_IR_AVGPOOL: case PF_IR_GLOBAL_AVGPOOL: case PF_IR_GLOBAL_MAXPOOL:
+    case PF_IR_SOFTMAX: case PF_IR_LOG_SOFTMAX: case PF_IR_CONCAT: case PF_IR_SLICE:
+    case PF_IR_TRANSPOSE: case PF_IR_DEPTH_TO_SPACE: case PF_IR_SPACE_TO_DEPTH: case PF_IR_PAD:
+    case PF_IR_ADD: case PF_IR_SUB: case PF_IR_MUL: case PF_IR_DIV: case PF_IR_MAX: case PF_IR_MIN:
+    case PF_IR_PRELU: case PF_IR_SUM: case PF_IR_MEAN_N: case PF_IR_WHERE: {
+        int r = -1;
+        for (int k = 0; k < n->n_in; k++) {
+            if (n->in[k] < 0) continue;
+            int rk = guess_rank(g, n->in[k], depth + 1);
+            if (rk > r) r = rk;
+            if (n->op == PF_IR_CONV || n->op == PF_IR_CONV_TRANSPOSE || n->op == PF_IR_RESIZE) break;
+        }
+        return r;
+    }
+    default:
+        /* Unary elementwise ops (RELU .. CAST in ir.h's order) keep the rank. */
+        if (n->op >= PF_IR_RELU && n->op <= PF_IR_CAST && n->n_in >= 1 && n->in[0] >= 0)
+            return guess_rank(g, n->in[0], depth + 1);
+        return -1;
+    }
+}
+
+/* Adds value v (which 0 in, 1 out, 2 info) under `name`, with a guessed rank
+ * and unknown dims where inference left it unknown; an info of unknown rank
+ * is left out. */
+static pf_status add_typed(pf_onnx_wmodel *w, const pf_ir_graph *g, int which, int v,
+                           const char *name)
+{
+    const pf_ir_value *x = &g->values[v];
+    int ndim = x->ndim;
+    int64_t dims[PF_IR_MAX_RANK];
+    memcpy(dims, x->dims, sizeof dims);
+    if (ndim < 0) {
+        ndim = guess_rank(g, v, 0);
+        if (ndim > PF_IR_MAX_RANK) ndim = -1;
+        for (int d = 0; d < ndim; d++) dims[d] = PF_ONNX_DIM_UNKNOWN;
+        if (ndim < 0 && which == 2) return PF_OK;
+    }
+    return pf_onnx_wmodel_add_value(w, which, name, pf_onnx_dtype_of_ir(x->dtype), ndim, dims);
 }
 
 static pf_status lower_graph(lower *c)
@@ -515,17 +570,7 @@ static pf_status lower_graph(lower *c)
             return pf_set_error(PF_ERR_UNSUPPORTED, "onnx writer: %s: output '%s' is a %s, not "
                                 "computed by a node", g->name ? g->name : "graph", v->name,
                                 v->data ? "constant" : "graph input");
-        int ndim = v->ndim;
-        int64_t dims[PF_IR_MAX_RANK];
-        memcpy(dims, v->dims, sizeof dims);
-        if (ndim < 0 && v->producer >= 0 && g->nodes[v->producer].op == PF_IR_RESIZE) {
-            /* Sizes computed at run time: the rank is the input's, the dims
-             * unknown (ONNX's checker wants a shape on graph outputs). */
-            const pf_ir_value *x = &g->values[g->nodes[v->producer].in[0]];
-            ndim = x->ndim;
-            for (int d = 0; d < ndim; d++) dims[d] = PF_ONNX_DIM_UNKNOWN;
-        }
-        TRY(pf_onnx_wmodel_add_value(w, 1, v->name, pf_onnx_dtype_of_ir(v->dtype), ndim, dims));
+        TRY(add_typed(w, g, 1, g->outputs[i], v->name));
     }
     for (int i = 0; i < g->n_values; i++) {
         const pf_ir_value *v = &g->values[i];
@@ -536,8 +581,8 @@ static pf_status lower_graph(lower *c)
                                 v->name, pf_ir_dtype_name(v->dtype));
         if (v->data)
             TRY(pf_onnx_wmodel_add_init_borrowed(w, v->name, dt, v->ndim, v->dims, v->data, v->nbytes));
-        else if (!v->is_input && !v->is_output && v->ndim >= 0)
-            TRY(pf_onnx_wmodel_add_value(w, 2, v->name, dt, v->ndim, v->dims));
+        else if (!v->is_input && !v->is_output)
+            TRY(add_typed(w, g, 2, i, v->name));
     }
     for (c->node = 0; c->node < g->n_nodes; c->node++) {
         if (g->nodes[c->node].dead) continue;
