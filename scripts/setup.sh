@@ -28,7 +28,8 @@ DEB_TOOLS=(cmake:cmake make:make gcc:gcc g++:g++ pkg-config:pkg-config node:node
 # (the service the package may start on port 6379 is never used by them).
 # python3-dev: the Python package (python/); python3-numpy + python3-pytest: its
 # tests; python3-setuptools, -venv, -pip: `pip install .` offline (its test).
-# python3-onnx: tests/int8_qdq_model.py writes the QDQ INT8 test model.
+# python3-onnx: tests/int8_qdq_model.py writes the QDQ INT8 test model; onnx.checker on
+# the files the ONNX writer and the quantizer write.
 DEB_LIBS=(libopencv-dev libyaml-dev libprotobuf-c-dev libonnx-dev libonnx-testdata
           libopenblas-dev libpng-dev libjpeg-dev libavformat-dev libavcodec-dev libavutil-dev
           libswscale-dev libffmpeg-nvenc-dev libavdevice-dev libhiredis-dev redis-server

@@ -224,6 +224,110 @@ typedef struct pf_nn_node_time {
 PF_API pf_status pf_nn_exec_profile(pf_nn_exec *x, int batch, pf_nn_node_time *times, int cap,
                                     int *n);
 
+/* Post-training quantization (docs/quantize.md) --------------------------------
+ *
+ *   pf_quant_params q = pf_quant_params_default();
+ *   q.calib = "frames/";                 // a directory, a glob or one PNG/JPEG
+ *   q.method = PF_QUANT_ENTROPY;
+ *   pf_quant_report r;
+ *   if (pf_model_quantize(m, &q, "model_int8.onnx", &r) != PF_OK) die(pf_last_error());
+ *
+ * pf_model_quantize runs the FP32 model on the CPU over the calibration
+ * images, records the range of every tensor that feeds a quantized op and
+ * writes a standard QDQ ONNX file (opset 17): weights of Conv,
+ * ConvTranspose, Gemm and MatMul as int8 with one symmetric scale per output
+ * channel (max |w| / 127, zero point 0) behind a DequantizeLinear;
+ * QuantizeLinear -> DequantizeLinear pairs (per-tensor, symmetric int8, zero
+ * point 0) on the activations entering those ops and on the inputs of
+ * residual Adds (TensorRT's placement, so an int8 engine can fuse the add
+ * into the conv); biases stay float (the runtime requantizes them; see
+ * docs/quantize.md for why). The ranges: PF_QUANT_MINMAX max |x| seen;
+ * PF_QUANT_PERCENTILE the `percentile` of |x| over a 2048-bin histogram;
+ * PF_QUANT_ENTROPY the threshold minimising the KL divergence between the
+ * clipped and the 128-level quantized histograms (TensorRT's calibrator).
+ *
+ * Images are preprocessed as the model expects: resized to the input's
+ * H x W (bilinear, no letterbox), RGB, in the input's layout (NCHW or NHWC
+ * from the model), value = (pixel * scale - mean[c]) / std[c] with pixel in
+ * 0..255. With norm_set false the values come from the model
+ * (pf_quant_norm_default): TFLite models [0, 1] (MediaPipe selfie), TFLite
+ * face detectors [-1, 1], ONNX models torchvision's ImageNet mean/std. The
+ * model must have one 4-D float input with 3 channels.
+ *
+ * simulate writes the same quantization as float ONNX ops instead of Q/DQ
+ * (x -> Div(scale) -> Round -> Clip(-128, 127) -> Mul(scale); weights as
+ * their dequantized float values): a model any FP32 runtime (pixflow
+ * included) runs with the int8 rounding errors, for accuracy studies.
+ *
+ * Errors: PF_ERR_INVALID (no images under calib, a bad param, named),
+ * PF_ERR_IO / PF_ERR_FORMAT (an image that cannot be read, named),
+ * PF_ERR_UNSUPPORTED (a model without one 3-channel image input, or an op
+ * the ONNX writer cannot express, named). Not thread-safe for one model's
+ * executors; `progress` is called from the calling thread. */
+typedef enum pf_quant_method {
+    PF_QUANT_MINMAX = 0, PF_QUANT_PERCENTILE, PF_QUANT_ENTROPY
+} pf_quant_method;
+
+typedef struct pf_quant_params {
+    const char *calib;          /* images: DIR, glob or file (required) */
+    int calib_count;            /* at most this many images (the first, sorted); 0 = all */
+    pf_quant_method method;     /* default PF_QUANT_PERCENTILE */
+    double percentile;          /* (0, 100], default 99.99 */
+    bool norm_set;              /* false: pf_quant_norm_default's values */
+    float scale, mean[3], std[3]; /* value = (pixel * scale - mean[c]) / std[c] */
+    bool simulate;              /* float "fake quant" ops instead of Q/DQ (see above) */
+    const char *simulated_copy; /* also write the simulated form here, from the same
+                                   calibration (NULL = no); ignored with simulate */
+    void (*progress)(void *user, int done, int total); /* per image, may be NULL */
+    void *user;
+} pf_quant_params;
+
+typedef struct pf_quant_report {
+    int images;                 /* calibration images used */
+    int weights;                /* weight tensors quantized per channel */
+    int activations;            /* activation tensors given a Q/DQ pair */
+    int nodes;                  /* Conv/ConvTranspose/Gemm/MatMul nodes quantized */
+    int residual_adds;          /* Adds whose inputs were quantized */
+    int left_float;             /* convs on a 1x1 map (squeeze-excitation) kept float */
+    double calib_s, total_s;    /* wall time of calibration and of the whole call */
+    char norm[128];             /* the preprocessing used, in words */
+} pf_quant_report;
+
+PF_API pf_quant_params pf_quant_params_default(void);
+/* The model's default preprocessing (see above); *preset names it
+ * ("[0,1]", "[-1,1]", "imagenet"). */
+PF_API void pf_quant_norm_default(const pf_model *m, float *scale, float mean[3], float std[3],
+                                  const char **preset);
+/* out_path is written atomically (PATH.tmp, renamed). r may be NULL. */
+PF_API pf_status pf_model_quantize(pf_model *m, const pf_quant_params *p, const char *out_path,
+                                   pf_quant_report *r);
+/* Writes the loaded (optimised) model as ONNX, opset 17: a TFLite model
+ * becomes its ONNX equivalent. Errors: as pf_model_quantize's. */
+PF_API pf_status pf_model_save_onnx(const pf_model *m, const char *path);
+
+/* Accuracy of a model against a reference on the same images (the
+ * calibration images' preprocessing: p->calib names them, p->calib_count,
+ * norm_set/scale/mean/std as above; method and simulate are ignored). Per
+ * output: max and mean |test - ref|; for segmentation outputs (4-D, H and W
+ * >= 8) the pixel agreement of the two label maps and their IoU: argmax over
+ * the channels (mIoU over the classes either map uses) or, for 1 channel,
+ * mask > 0.5 (IoU of the masks). Both models need the same I/O shapes. */
+#define PF_QUANT_MAX_OUTPUTS 8
+typedef struct pf_quant_compare {
+    int images;
+    int n_outputs;
+    struct {
+        char name[128];
+        double max_abs, mean_abs;
+        bool segmentation;
+        int classes;            /* channels (1 = a sigmoid mask) */
+        double agreement;       /* fraction of pixels with the same label */
+        double miou;            /* mean IoU over classes (1 channel: mask IoU) */
+    } outputs[PF_QUANT_MAX_OUTPUTS];
+} pf_quant_compare;
+PF_API pf_status pf_model_compare(pf_model *ref, pf_model *test, const pf_quant_params *p,
+                                  pf_quant_compare *out);
+
 /* Run-time libraries --------------------------------------------------------- */
 
 /* A library the nn executors load at run time instead of linking it. A

@@ -24,6 +24,7 @@
 
 #include "../core/error.h"
 #include "backend.h"
+#include "exec_observe.h"
 #include "model.h"
 
 typedef struct exec_plan {
@@ -45,6 +46,10 @@ struct pf_nn_exec {
     int asked[32];       /* bucketed: runs that wanted bucket 2^i while it had no plan */
     int64_t runs;
     double last_run_ms;
+    /* pf_nn_exec_run_observed (exec_observe.h): one extra plan, made on demand. */
+    exec_plan obs;
+    const char *const *obs_names;
+    int obs_n_names;
 };
 
 pf_nn_exec_params pf_nn_exec_params_default(void)
@@ -131,6 +136,8 @@ void pf_nn_exec_destroy(pf_nn_exec **px)
         pf_ir_graph_destroy(&x->plans[i].g);
     }
     free(x->plans);
+    if (x->obs.plan) x->be->plan_destroy(x->ctx, x->obs.plan);
+    pf_ir_graph_destroy(&x->obs.g);
     x->be->ctx_destroy(x->ctx);
     pf_model_unref(&x->model);
     free(x);
@@ -594,5 +601,77 @@ pf_status pf_nn_warmup(pf_model *m, const pf_nn_exec_params *p, int batch)
     if (st == PF_OK)
         PF_LOGD("nn %s: warm-up (plan and one run of batch %d) in %.1f ms", pf_model_name(m), batch,
                 (double)(pf_time_ns() - t0) / 1e6);
+    return st;
+}
+
+/* --- observed runs (exec_observe.h) ------------------------------------------------ */
+
+static pf_status obs_plan(pf_nn_exec *x, int64_t batch, const char *const *names, int n_names)
+{
+    if (x->obs.plan && x->obs.batch == batch && x->obs_names == names &&
+        x->obs_n_names == n_names)
+        return PF_OK;
+    if (x->obs.plan) x->be->plan_destroy(x->ctx, x->obs.plan);
+    x->obs.plan = NULL;
+    pf_ir_graph_destroy(&x->obs.g);
+    pf_ir_graph *g = NULL;
+    pf_status st = pf_model_graph_for_batch(x->model, batch, &g);
+    if (st) return st;
+    for (int k = 0; k < n_names && st == PF_OK; k++) {
+        for (int v = 0; v < g->n_values; v++) {
+            const pf_ir_value *val = &g->values[v];
+            if (strcmp(val->name, names[k]) != 0) continue;
+            if (!val->data && !val->is_input && !val->is_output && val->producer >= 0 &&
+                val->dtype == PF_IR_F32 && val->ndim >= 0)
+                st = pf_ir_mark_output(g, v);
+            break;
+        }
+    }
+    void *plan = NULL;
+    if (st == PF_OK) st = x->be->plan_create(x->ctx, g, batch, &plan);
+    if (st) {
+        pf_ir_graph_destroy(&g);
+        return st;
+    }
+    x->obs.g = g;
+    x->obs.plan = plan;
+    x->obs.batch = batch;
+    x->obs_names = names;
+    x->obs_n_names = n_names;
+    return PF_OK;
+}
+
+pf_status pf_nn_exec_run_observed(pf_nn_exec *x, const pf_tensor *inputs, int n_in,
+                                  pf_tensor *outputs, int n_out, const char *const *names,
+                                  int n_names, pf_nn_observer_fn fn, void *user)
+{
+    PF_CHECK_ARG(x, "pf_nn_exec_run_observed", "NULL executor");
+    PF_CHECK_ARG(fn && (names || n_names == 0) && n_names >= 0, "pf_nn_exec_run_observed",
+                 "NULL callback or names");
+    if (x->dev_type != PF_DEVICE_CPU)
+        return pf_set_error(PF_ERR_UNSUPPORTED, "pf_nn_exec_run_observed: %s: observing values "
+                            "needs the CPU executor", pf_model_name(x->model));
+    exec_plan *e = NULL;
+    pf_status st = validate(x, inputs, n_in, outputs, n_out, &e);
+    if (st) return st;
+    st = obs_plan(x, e->batch, names, n_names);
+    if (st) return st;
+    const pf_ir_graph *g = x->obs.g;
+    int n_all = g->n_outputs, n_extra = n_all - n_out;
+    pf_tensor *all = calloc((size_t)n_all, sizeof *all);
+    if (!all) return pf_set_error(PF_ERR_NOMEM, "pf_nn_exec_run_observed: out of memory");
+    for (int i = 0; i < n_out; i++) all[i] = outputs[i];
+    for (int i = 0; i < n_extra && st == PF_OK; i++) {
+        const pf_ir_value *v = &g->values[g->outputs[n_out + i]];
+        st = pf_tensor_alloc(&all[n_out + i], PF_DTYPE_F32, v->ndim, v->dims, PF_LAYOUT_NONE,
+                             NULL, NULL);
+    }
+    if (st == PF_OK) st = x->be->plan_run(x->ctx, x->obs.plan, NULL, inputs, n_in, all, n_all);
+    for (int i = 0; i < n_extra; i++) {
+        if (st == PF_OK) fn(user, g->values[g->outputs[n_out + i]].name, &all[n_out + i]);
+        pf_tensor_unref(&all[n_out + i]);
+    }
+    free(all);
+    if (st == PF_OK) x->runs++;
     return st;
 }

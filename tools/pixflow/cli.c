@@ -63,6 +63,8 @@ bool cli_parse(const char *cmd, const cli_option *opts, int argc, char **argv, c
             idx = cli_option_index(opts, "overwrite");
         } else if (strcmp(arg, "-n") == 0) {
             idx = cli_option_index(opts, "no-overwrite");
+        } else if (strcmp(arg, "-o") == 0) {
+            idx = cli_option_index(opts, "output");
         } else if (arg[1] == '-') {
             idx = match_long(opts, arg, &eq);
         }

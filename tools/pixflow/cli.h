@@ -38,7 +38,8 @@ int cmd_worker(int argc, char **argv);
 
 /* Option parsing ------------------------------------------------------------------
  *
- * Accepts --flag, --name=value and --name value; "-h" is --help; "--" ends the
+ * Accepts --flag, --name=value and --name value; "-h" is --help, "-o" is
+ * --output where the table has it; "--" ends the
  * options. Anything not starting with '-' (and everything after "--") is a
  * positional argument. A repeated option keeps its last value. */
 

@@ -665,7 +665,10 @@ static void model_usage(FILE *f)
 {
     fprintf(f, "usage: pixflow model inspect FILE [--json]\n"
                "       pixflow model run FILE --input NAME=FILE.npy ... --output-dir DIR [options]\n"
-               "       pixflow model test DIR... [options]\n\n"
+               "       pixflow model test DIR... [options]\n"
+               "       pixflow model quantize MODEL --calib DIR_OR_GLOB -o OUT.onnx [options]\n"
+               "       pixflow model compare FP32_MODEL INT8_MODEL --inputs DIR_OR_GLOB [options]\n"
+               "       pixflow model convert MODEL -o OUT.onnx\n\n"
                "ONNX (opsets 7..17) and TFLite models; the format is read from the file's\n"
                "content. 'pixflow model SUBCOMMAND --help' lists each one's options.\n");
 }
@@ -680,6 +683,10 @@ int cmd_model(int argc, char **argv)
     if (!strcmp(argv[1], "inspect")) return cmd_inspect(argc - 1, argv + 1);
     if (!strcmp(argv[1], "run")) return cmd_run_model(argc - 1, argv + 1);
     if (!strcmp(argv[1], "test")) return cmd_model_test(argc - 1, argv + 1);
-    fprintf(stderr, "pixflow model: unknown subcommand '%s' (inspect, run, test)\n", argv[1]);
+    if (!strcmp(argv[1], "quantize")) return cmd_model_quantize(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "compare")) return cmd_model_compare(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "convert")) return cmd_model_convert(argc - 1, argv + 1);
+    fprintf(stderr, "pixflow model: unknown subcommand '%s' (inspect, run, test, quantize, "
+                    "compare, convert)\n", argv[1]);
     return CLI_EXIT_USAGE;
 }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cli.h"
 #include "pixflow/pixflow.h"
 
 /* The executor's device. On the CPU tensors stay where they are; on CUDA
@@ -33,5 +34,18 @@ pf_status model_dev_download(model_dev *d, const pf_tensor *src, pf_tensor *out)
 bool model_parse_precision(const char *s, pf_nn_precision *out);
 
 int cmd_model_test(int argc, char **argv);
+int cmd_model_quantize(int argc, char **argv);
+int cmd_model_compare(int argc, char **argv);
+int cmd_model_convert(int argc, char **argv);
+
+/* Shared by quantize and compare (cmd_model_quantize.c): --mean/--std/--scale
+ * into q (left alone when none is given: the model's defaults apply),
+ * --device and --calib-count; "\rWHAT n/total" progress on stderr. False
+ * after printing why. */
+bool model_quant_parse_norm(const char *cmd, const cli_option *opts, const cli_args *a,
+                            pf_model *m, pf_quant_params *q);
+bool model_quant_calib_opts(const char *cmd, const cli_option *opts, const cli_args *a,
+                            pf_quant_params *q);
+void model_quant_progress(void *user, int done, int total);
 
 #endif
