@@ -283,6 +283,8 @@ static void indent(pf_json_writer *w)
 static void item(pf_json_writer *w, const char *key)
 {
     if (w->depth > 0) {
+        /* An object's items need a key, an array's must not have one. */
+        if ((key != NULL) != w->is_obj[w->depth]) fail(w, PF_ERR_INVALID);
         if (w->has_items[w->depth]) put(w, ",", 1);
         w->has_items[w->depth] = true;
         if (!w->compact) {
@@ -303,6 +305,7 @@ static void open_(pf_json_writer *w, const char *key, char c)
     }
     w->depth++;
     w->has_items[w->depth] = false;
+    w->is_obj[w->depth] = c == '{';
 }
 
 static void close_(pf_json_writer *w, char c)
@@ -311,6 +314,7 @@ static void close_(pf_json_writer *w, char c)
         fail(w, PF_ERR_INVALID);
         return;
     }
+    if (w->is_obj[w->depth] != (c == '}')) fail(w, PF_ERR_INVALID); /* "[}" or "{]" */
     bool had = w->has_items[w->depth];
     w->depth--;
     if (had && !w->compact) {
@@ -444,8 +448,9 @@ pf_status pf_json_writer_finish(pf_json_writer *w)
         return pf_set_error(PF_ERR_IO, "JSON writer: writing failed: %s", strerror(w->io_errno));
     case PF_ERR_NOMEM: return pf_set_error(PF_ERR_NOMEM, "JSON writer: out of host memory");
     default:
-        return pf_set_error(w->error, "JSON writer: unbalanced or too deep nesting (more than %d "
-                                      "levels, or an end without a begin)",
+        return pf_set_error(w->error, "JSON writer: malformed nesting (more than %d levels, an "
+                                      "end without its begin or of the other kind, a key in an "
+                                      "array or none in an object)",
                             PF_JSON_WRITER_MAX_DEPTH);
     }
 }
