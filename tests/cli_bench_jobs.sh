@@ -13,7 +13,7 @@ py=/usr/bin/python3
 clip=$src/.data/jobcheck/clip.y4m
 img1=$src/.data/astronaut.png
 img2=$src/.data/messi5.jpg
-for f in "$clip" "$img1" "$img2" "$src/.data/vtest.avi"; do [ -f "$f" ] || { echo "SKIP: $f absent"; exit 77; }; done
+for f in "$clip" "$img1" "$img2"; do [ -f "$f" ] || { echo "SKIP: $f absent"; exit 77; }; done
 [ -x "$py" ] || { echo "SKIP: no $py"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -21,6 +21,8 @@ export PIXFLOW_CACHE_DIR=$tmp/cache TMPDIR=$tmp/t
 mkdir -p "$TMPDIR"
 fail=0
 check() { if "$@"; then :; else echo "FAILED: $*"; fail=1; fi; }
+# ok STATUS ERRFILE: the command before succeeded; else its stderr is shown.
+ok() { if [ "$1" -eq 0 ]; then :; else echo "FAILED: exit $1; stderr:"; cat "$2"; fail=1; fi; }
 
 # The common checks of one JSON object: keys, ordering, consistency.
 cat >"$tmp/check.py" <<'PY'
@@ -56,13 +58,13 @@ PY
 # Segment, warm start (the default) with plots.
 "$px" bench segment "$clip" --device cpu --batch 4 --json --plot "$tmp/seg" \
   >"$tmp/seg.json" 2>"$tmp/seg.err"
-check test $? -eq 0
+ok $? "$tmp/seg.err"
 check "$py" "$tmp/check.py" "$tmp/seg.json" 30 on
 check "$py" "$tmp/svg.py" "$tmp/seg"
 # Cold start: the plan cache off; latency mode; the first 12 frames.
 "$px" bench segment "$clip" --device cpu --latency --frames 12 --warmup 2 --no-cache --json \
   >"$tmp/cold.json" 2>"$tmp/cold.err"
-check test $? -eq 0
+ok $? "$tmp/cold.err"
 check "$py" "$tmp/check.py" "$tmp/cold.json" 12 off
 check "$py" - "$tmp/cold.json" <<'PY'
 import json, sys
@@ -71,26 +73,27 @@ assert o["mode"] == "latency" and o["batch"] == 1 and o["warmup"] == 2, o
 PY
 # The text report names the figures.
 "$px" bench segment "$clip" --device cpu --frames 8 >"$tmp/seg.txt" 2>&1
-check test $? -eq 0
+ok $? "$tmp/seg.txt"
 check grep -q "throughput: .* frames/s" "$tmp/seg.txt"
 check grep -q "first frame: .* ms after the model was loaded" "$tmp/seg.txt"
 
 # Reproject: two images, small views, plots; its outputs are removed.
 "$px" bench reproject "$img1" "$img2" --device cpu --views 2:90:64x48 --json \
   --plot "$tmp/rp" >"$tmp/rp.json" 2>"$tmp/rp.err"
-check test $? -eq 0
+ok $? "$tmp/rp.err"
 check "$py" "$tmp/check.py" "$tmp/rp.json" 2 on
 check "$py" "$tmp/svg.py" "$tmp/rp"
 check test -z "$(ls -A "$TMPDIR")"
-# A video input and --frames: the job is cancelled once 5 frames are done
-# (those in flight finish too).
-"$px" bench reproject "$src/.data/vtest.avi" --device cpu --views 1:90:32x24 --frames 5 \
+# A video input (Y4M: read without FFmpeg, also on the GPU machine) and
+# --frames: the job is cancelled once 5 frames are done (those in flight
+# finish too).
+"$px" bench reproject "$clip" --device cpu --views 1:90:32x24 --frames 5 \
   --json >"$tmp/rpv.json" 2>"$tmp/rpv.err"
-check test $? -eq 0
+ok $? "$tmp/rpv.err"
 check "$py" - "$tmp/rpv.json" <<'PY'
 import json, sys
 o = json.load(open(sys.argv[1]))
-assert o["status"] == "interrupted" and 5 <= o["frames"] < 100, o
+assert o["status"] == "interrupted" and 5 <= o["frames"] < 30, o
 assert o["throughput"] > 0 and o["latency_ms"]["p50"] > 0, o
 PY
 check test -z "$(ls -A "$TMPDIR")"

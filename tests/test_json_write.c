@@ -169,7 +169,7 @@ static void test_misuse_and_errors(void)
     REQUIRE(w);
     pf_json_writer_object_end(w); /* end without a begin */
     CHECK_EQ_INT(pf_json_writer_finish(w), PF_ERR_INVALID);
-    CHECK(strstr(pf_last_error(), "nesting") != NULL);
+    CHECK(strstr(pf_last_error(), "malformed nesting") != NULL);
     pf_json_writer_destroy(&w);
 
     w = mem_writer(true, 0);
@@ -183,6 +183,28 @@ static void test_misuse_and_errors(void)
     pf_json_writer_object_begin(w, NULL); /* never closed */
     CHECK_EQ_INT(pf_json_writer_finish(w), PF_ERR_INVALID);
     pf_json_writer_destroy(&w);
+
+    /* An end of the other kind, a key in an array, an object item without one. */
+    static const int cases = 3;
+    for (int c = 0; c < cases; c++) {
+        w = mem_writer(true, 0);
+        REQUIRE(w);
+        if (c == 0) {
+            pf_json_writer_array_begin(w, NULL);
+            pf_json_writer_object_end(w);
+        } else if (c == 1) {
+            pf_json_writer_array_begin(w, NULL);
+            pf_json_writer_int(w, "k", 1);
+            pf_json_writer_array_end(w);
+        } else {
+            pf_json_writer_object_begin(w, NULL);
+            pf_json_writer_int(w, NULL, 1);
+            pf_json_writer_object_end(w);
+        }
+        CHECK_EQ_INT(pf_json_writer_finish(w), PF_ERR_INVALID);
+        CHECK(strstr(pf_last_error(), "malformed nesting") != NULL);
+        pf_json_writer_destroy(&w);
+    }
 
     pf_json_writer_params p = pf_json_writer_params_default();
     p.double_digits = 18;

@@ -138,7 +138,8 @@ PF_API int pf_cpu_count(void);
  * UTF-8 become \ufffd, so the output always parses. Non-finite doubles are
  * written as null. Value calls return nothing: the first failure (a write
  * error, out of memory, nesting deeper than PF_JSON_WRITER_MAX_DEPTH, an
- * end without a begin) is kept and reported by pf_json_writer_finish().
+ * end without its begin or of the other kind, a key inside an array or none
+ * inside an object) is kept and reported by pf_json_writer_finish().
  * One writer per thread at a time (no locking). */
 
 #define PF_JSON_WRITER_MAX_DEPTH 64
@@ -173,7 +174,7 @@ PF_API void pf_json_writer_null(pf_json_writer *w, const char *key);
 
 /* Ends the document: a newline (pretty writers only) and a flush of a file
  * sink. PF_OK, or the first failure: PF_ERR_IO (naming the errno),
- * PF_ERR_NOMEM, PF_ERR_INVALID (unbalanced or too deep nesting). */
+ * PF_ERR_NOMEM, PF_ERR_INVALID (malformed nesting, see above). */
 PF_API pf_status pf_json_writer_finish(pf_json_writer *w);
 
 /* A memory writer's text so far (NUL-terminated, owned by the writer, valid

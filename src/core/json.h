@@ -43,6 +43,7 @@ struct pf_json_writer {
     pf_status error; /* the first failure */
     int io_errno;
     bool has_items[PF_JSON_WRITER_MAX_DEPTH + 1]; /* a comma goes before the next item */
+    bool is_obj[PF_JSON_WRITER_MAX_DEPTH + 1];    /* an object (items need keys), else an array */
 };
 
 /* Starts a writer in place: to `file` (staged in w->own, flushed in 64 KiB

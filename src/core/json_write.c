@@ -4,11 +4,13 @@
  * and the non-finite rule are the same everywhere.
  *
  * Design: every byte goes into a pf_sbuf. A memory writer's buffer is the
- * result; a file writer's is a staging buffer written out whenever it passes
- * 64 KiB and at finish/release, so a trace of millions of events costs a
- * few hundred fwrite calls. Integers are formatted by hand, two digits per
- * division (numbers are most of a trace's bytes; printf would dominate);
- * doubles go through snprintf. */
+ * result; a file writer's is a 64 KiB staging buffer written out when full
+ * and at finish/release, so a trace of millions of events costs a few
+ * thousand fwrite calls. The hot path (room(), put(), plain strings and keys)
+ * is one capacity check and a memcpy; the NUL terminator is written only when
+ * the text is handed out (pf_json_writer_data, release, finish). Integers are
+ * formatted by hand, two digits per division (numbers are most of a trace's
+ * bytes; printf would dominate); doubles go through snprintf. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -174,10 +176,50 @@ static void flush_file(pf_json_writer *w)
     b->data[0] = '\0';
 }
 
+/* Room for n more bytes (and a NUL) at w->out->data + len: a file writer
+ * flushes its stage first when full. False after an allocation failed. */
+static inline bool room(pf_json_writer *w, size_t n)
+{
+    pf_sbuf *b = w->out;
+    if (b->len + n + 1 <= b->cap) return true;
+    if (w->file && b->len) {
+        flush_file(w);
+        if (b->len + n + 1 <= b->cap) return true;
+    }
+    return reserve(b, n);
+}
+
 static inline void put(pf_json_writer *w, const char *s, size_t n)
 {
-    pf_sbuf_append(w->out, s, n);
-    if (w->file && w->out->len >= FLUSH_AT) flush_file(w);
+    if (!room(w, n)) return;
+    memcpy(w->out->data + w->out->len, s, n);
+    w->out->len += n;
+}
+
+/* A string literal; the common case (printable ASCII without quotes or
+ * backslashes) in one copy, `suffix` (a key's ":" or ": ") included. */
+static void put_string(pf_json_writer *w, const char *str, const char *suffix, size_t slen)
+{
+    const unsigned char *u = (const unsigned char *)str;
+    size_t n = 0;
+    while (u[n] >= 0x20 && u[n] < 0x7F && u[n] != '"' && u[n] != '\\') n++;
+    if (u[n] == '\0') {
+        if (!room(w, n + 2 + slen)) return;
+        char *d = w->out->data + w->out->len;
+        d[0] = '"';
+        memcpy(d + 1, str, n);
+        d[n + 1] = '"';
+        memcpy(d + n + 2, suffix, slen);
+        w->out->len += n + 2 + slen;
+        return;
+    }
+    pf_sbuf_json_string(w->out, str);
+    put(w, suffix, slen);
+}
+
+static void terminate(pf_json_writer *w)
+{
+    if (w->out->data && !w->out->failed) w->out->data[w->out->len] = '\0';
 }
 
 void pf_json_writer_text(pf_json_writer *w, const char *s, size_t n) { put(w, s, n); }
@@ -189,12 +231,15 @@ void pf_json_writer_init(pf_json_writer *w, FILE *file, pf_sbuf *dst, bool compa
     w->out = file || !dst ? &w->own : dst;
     w->compact = compact;
     w->digits = digits;
+    /* The whole stage at once: flushes happen when it is full. */
+    if (file) reserve(&w->own, FLUSH_AT);
 }
 
 void pf_json_writer_release(pf_json_writer *w)
 {
     if (!w) return;
     flush_file(w);
+    terminate(w);
     pf_sbuf_free(&w->own);
 }
 
@@ -238,6 +283,8 @@ static void indent(pf_json_writer *w)
 static void item(pf_json_writer *w, const char *key)
 {
     if (w->depth > 0) {
+        /* An object's items need a key, an array's must not have one. */
+        if ((key != NULL) != w->is_obj[w->depth]) fail(w, PF_ERR_INVALID);
         if (w->has_items[w->depth]) put(w, ",", 1);
         w->has_items[w->depth] = true;
         if (!w->compact) {
@@ -245,11 +292,7 @@ static void item(pf_json_writer *w, const char *key)
             indent(w);
         }
     }
-    if (key) {
-        pf_sbuf_json_string(w->out, key);
-        if (w->compact) put(w, ":", 1);
-        else put(w, ": ", 2);
-    }
+    if (key) put_string(w, key, w->compact ? ":" : ": ", w->compact ? 1 : 2);
 }
 
 static void open_(pf_json_writer *w, const char *key, char c)
@@ -262,6 +305,7 @@ static void open_(pf_json_writer *w, const char *key, char c)
     }
     w->depth++;
     w->has_items[w->depth] = false;
+    w->is_obj[w->depth] = c == '{';
 }
 
 static void close_(pf_json_writer *w, char c)
@@ -270,6 +314,7 @@ static void close_(pf_json_writer *w, char c)
         fail(w, PF_ERR_INVALID);
         return;
     }
+    if (w->is_obj[w->depth] != (c == '}')) fail(w, PF_ERR_INVALID); /* "[}" or "{]" */
     bool had = w->has_items[w->depth];
     w->depth--;
     if (had && !w->compact) {
@@ -287,9 +332,8 @@ void pf_json_writer_array_end(pf_json_writer *w) { close_(w, ']'); }
 void pf_json_writer_string(pf_json_writer *w, const char *key, const char *value)
 {
     item(w, key);
-    if (value) pf_sbuf_json_string(w->out, value);
+    if (value) put_string(w, value, "", 0);
     else put(w, "null", 4);
-    if (w->file && w->out->len >= FLUSH_AT) flush_file(w);
 }
 
 /* Decimal digits of v, two per division. */
@@ -392,6 +436,7 @@ pf_status pf_json_writer_finish(pf_json_writer *w)
     if (w->depth != 0) fail(w, PF_ERR_INVALID);
     if (!w->compact) put(w, "\n", 1);
     flush_file(w);
+    terminate(w);
     if (w->file && fflush(w->file) != 0 && w->error == PF_OK) {
         w->io_errno = errno ? errno : EIO;
         fail(w, PF_ERR_IO);
@@ -403,8 +448,9 @@ pf_status pf_json_writer_finish(pf_json_writer *w)
         return pf_set_error(PF_ERR_IO, "JSON writer: writing failed: %s", strerror(w->io_errno));
     case PF_ERR_NOMEM: return pf_set_error(PF_ERR_NOMEM, "JSON writer: out of host memory");
     default:
-        return pf_set_error(w->error, "JSON writer: unbalanced or too deep nesting (more than %d "
-                                      "levels, or an end without a begin)",
+        return pf_set_error(w->error, "JSON writer: malformed nesting (more than %d levels, an "
+                                      "end without its begin or of the other kind, a key in an "
+                                      "array or none in an object)",
                             PF_JSON_WRITER_MAX_DEPTH);
     }
 }
@@ -414,6 +460,7 @@ const char *pf_json_writer_data(const pf_json_writer *w, size_t *len)
     if (len) *len = 0;
     if (!w || w->out->failed) return NULL;
     if (w->file || !w->out->data) return "";
+    w->out->data[w->out->len] = '\0'; /* room() always leaves space for it */
     if (len) *len = w->out->len;
     return w->out->data;
 }

@@ -204,3 +204,20 @@ bool bench_plot_curve(const char *dir, const char *name, const char *title, cons
     }
     return close_plot(&p);
 }
+
+/* Statistics --------------------------------------------------------------------------- */
+
+int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_quantile(const double *sorted, size_t n, double q)
+{
+    if (!n) return NAN;
+    long k = (long)ceil(q * (double)n) - 1;
+    if (k < 0) k = 0;
+    if ((size_t)k >= n) k = (long)n - 1;
+    return sorted[k];
+}

@@ -79,22 +79,6 @@ typedef struct figures {
     int n_lat;
 } figures;
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The q-quantile of sorted v (nearest rank). */
-static double quantile(const double *sorted, int n, double q)
-{
-    if (n <= 0) return NAN;
-    int k = (int)ceil(q * n) - 1;
-    if (k < 0) k = 0;
-    if (k >= n) k = n - 1;
-    return sorted[k];
-}
-
 static void io_free(bench_io *io)
 {
     for (int i = 0; i < MAX_IO; i++) {
@@ -238,21 +222,21 @@ static bool measure(pf_model *m, model_dev *d, pf_nn_precision prec, bool cache,
         double *sorted = malloc(sizeof *sorted * (size_t)iters);
         if (sorted) {
             memcpy(sorted, fg->lat, sizeof *sorted * (size_t)iters);
-            qsort(sorted, (size_t)iters, sizeof *sorted, cmp_double);
+            qsort(sorted, (size_t)iters, sizeof *sorted, bench_cmp_double);
             double sum = 0;
             for (int i = 0; i < iters; i++) sum += sorted[i];
             fg->lat_min = sorted[0];
             fg->lat_max = sorted[iters - 1];
             fg->lat_mean = sum / iters;
-            fg->lat_p50 = quantile(sorted, iters, 0.50);
-            fg->lat_p90 = quantile(sorted, iters, 0.90);
-            fg->lat_p99 = quantile(sorted, iters, 0.99);
+            fg->lat_p50 = bench_quantile(sorted, iters, 0.50);
+            fg->lat_p90 = bench_quantile(sorted, iters, 0.90);
+            fg->lat_p99 = bench_quantile(sorted, iters, 0.99);
             free(sorted);
         }
-        for (int k = 0; k < 3; k++) qsort(gpu + k * iters, (size_t)iters, sizeof *gpu, cmp_double);
-        fg->gpu_p50 = quantile(gpu, iters, 0.5);
-        fg->h2d_p50 = quantile(gpu + iters, iters, 0.5);
-        fg->d2h_p50 = quantile(gpu + 2 * iters, iters, 0.5);
+        for (int k = 0; k < 3; k++) qsort(gpu + k * iters, (size_t)iters, sizeof *gpu, bench_cmp_double);
+        fg->gpu_p50 = bench_quantile(gpu, iters, 0.5);
+        fg->h2d_p50 = bench_quantile(gpu + iters, iters, 0.5);
+        fg->d2h_p50 = bench_quantile(gpu + 2 * iters, iters, 0.5);
     }
     /* Throughput: back to back, data on the device. */
     for (int i = 0; i < warmup && ok; i++)

@@ -120,21 +120,6 @@ static int cmp_done(const void *a, const void *b)
     return (x->t_done_ns > y->t_done_ns) - (x->t_done_ns < y->t_done_ns);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double quantile(const double *sorted, size_t n, double q)
-{
-    if (!n) return NAN;
-    long k = (long)ceil(q * (double)n) - 1;
-    if (k < 0) k = 0;
-    if ((size_t)k >= n) k = (long)n - 1;
-    return sorted[k];
-}
-
 /* Figures -------------------------------------------------------------------------------------- */
 
 typedef struct figures {
@@ -185,10 +170,10 @@ static void compute(collector *c, int64_t t_call, double after_model_ms, double 
     for (size_t i = 0; i < n; i++) g->lat[i] = (double)(c->f[i].t_done_ns - c->f[i].t_start_ns) / 1e6;
     size_t m = n - w;
     memcpy(sorted, g->lat + w, m * sizeof *sorted);
-    qsort(sorted, m, sizeof *sorted, cmp_double);
-    g->p50 = quantile(sorted, m, 0.50);
-    g->p90 = quantile(sorted, m, 0.90);
-    g->p99 = quantile(sorted, m, 0.99);
+    qsort(sorted, m, sizeof *sorted, bench_cmp_double);
+    g->p50 = bench_quantile(sorted, m, 0.50);
+    g->p90 = bench_quantile(sorted, m, 0.90);
+    g->p99 = bench_quantile(sorted, m, 0.99);
     g->max = sorted[m - 1];
     free(sorted);
 }
