@@ -59,6 +59,7 @@ typedef struct rp_config {
     int decoders, encoders;          /* 0 = from the core count */
     int ring;                        /* decoded frames held at once; 0 = auto */
     int inflight;                    /* frames on the GPU at once; 0 = auto */
+    pf_reproject_codec codec;
     const char *list_path;           /* more inputs, one per line */
     bool no_overwrite;
     const jobs_sink *sink;           /* messages */

@@ -28,7 +28,9 @@ const cli_option rp_options[] = {
     {"decoders", "N", "decode threads (default: from the core count)"},
     {"encoders", "N", "encode + write threads (default: from the core count)"},
     {"ring", "N", "decoded frames held at once (default: decoders + 4)"},
-    {"inflight", "N", "frames on the GPU at once (default 3)"},
+    {"inflight", "N", "frames on the GPU at once (default 3; 16 with GPU decode)"},
+    {"codec", "C", "JPEG decode/encode: auto (default: nvJPEG on a CUDA device where it "
+                   "loads), cpu or gpu"},
     CLI_OVERWRITE_OPTIONS,
     {"help", NULL, "show this help"},
     {NULL, NULL, NULL},
@@ -239,6 +241,11 @@ static int apply_option(rp_config *c, const char *name, const char *val, bool *v
         c->p.list = val;
     } else if (!strcmp(name, "device")) {
         c->device = val;
+    } else if (!strcmp(name, "codec")) {
+        if (!strcmp(val, "auto")) c->p.codec = PF_REPROJECT_CODEC_AUTO;
+        else if (!strcmp(val, "cpu")) c->p.codec = PF_REPROJECT_CODEC_CPU;
+        else if (!strcmp(val, "gpu")) c->p.codec = PF_REPROJECT_CODEC_GPU;
+        else return usage_error("--codec '%s': expected auto, cpu or gpu%s", val, "");
     } else if (!strcmp(name, "trace")) {
         c->p.trace = val;
     } else if (!strcmp(name, "decoders") || !strcmp(name, "encoders") ||
