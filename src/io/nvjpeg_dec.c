@@ -187,10 +187,13 @@ static pf_status decode_gpu(pf_nvjpeg_dec *d, pf_nvjpeg_item *it, pf_stream *s)
     nvjpegImage_t im = image_of(it->dst);
     nvjpegStatus_t r = pf_nvjpeg.nvjpegDecode(d->gpu, d->gpu_state, it->data, it->size,
                                               NVJPEG_OUTPUT_RGBI, &im, pf_nvjpeg_native(s));
-    if (r == NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED && !d->gpu_is_default &&
+    /* Where the GPU-hybrid backend refuses single images (the guide lists it
+     * for the batched and decoupled APIs), the default backend (nvJPEG's
+     * own choice of hybrid / GPU Huffman decode) serves from then on. */
+    if (r != NVJPEG_STATUS_SUCCESS && r != NVJPEG_STATUS_BAD_JPEG && !d->gpu_is_default &&
         make_gpu_handle(d, NVJPEG_BACKEND_DEFAULT) == NVJPEG_STATUS_SUCCESS) {
-        pf_log(PF_LOG_DEBUG, "nvJPEG: the GPU-hybrid backend refuses single images; using the "
-               "default backend");
+        pf_log(PF_LOG_DEBUG, "nvJPEG: the GPU-hybrid backend said %s; using the default backend",
+               pf_nvjpeg_status_name(r));
         r = pf_nvjpeg.nvjpegDecode(d->gpu, d->gpu_state, it->data, it->size, NVJPEG_OUTPUT_RGBI,
                                    &im, pf_nvjpeg_native(s));
     }

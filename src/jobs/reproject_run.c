@@ -214,7 +214,7 @@ static void read_ahead(rp_run *r, int idx)
  * token, so the ring still bounds the frames in flight). *heap says which.
  * Failures are reported here, naming the file. */
 static pf_status read_into_ring(rp_run *r, const char *path, pf_buffer **block, uint8_t **data,
-                                size_t *size, bool *heap)
+                                size_t *size, bool *heap, int64_t *waited)
 {
     const jobs_sink *sink = r->cfg->sink;
     *block = NULL;
@@ -236,7 +236,8 @@ static pf_status read_into_ring(rp_run *r, const char *path, pf_buffer **block, 
     size_t n = (size_t)sb.st_size;
     int64_t t0 = pf_time_ns();
     pf_status st = pf_pinned_pool_acquire(r->ring_pool, PF_WAIT_FOREVER, block);
-    atomic_fetch_add(&r->ring_wait_ns, pf_time_ns() - t0);
+    *waited = pf_time_ns() - t0;
+    atomic_fetch_add(&r->ring_wait_ns, *waited);
     if (st != PF_OK) {
         close(fd);
         rp_report(sink, "%s: no ring block: %s", path, pf_last_error());
@@ -319,10 +320,12 @@ static void decode_image(rp_worker *w, int idx)
     pf_status st = PF_ERR_UNSUPPORTED;
     pf_buffer *block = NULL;
     bool heap = true;
-    if (r->gpu_dec && !in->once) st = read_into_ring(r, in->path, &block, &data, &size, &heap);
+    int64_t waited = 0; /* for a ring block: counted as a wait, not as reading */
+    if (r->gpu_dec && !in->once)
+        st = read_into_ring(r, in->path, &block, &data, &size, &heap, &waited);
     if (st == PF_ERR_UNSUPPORTED) st = read_whole_file(r->cfg->sink, in->path, &data, &size);
     int64_t t1 = pf_time_ns();
-    rp_add_busy(r, RP_STAGE_READ, t1 - t0);
+    rp_add_busy(r, RP_STAGE_READ, t1 - t0 - waited);
     if (r->tracer) pf_trace_span(r->tracer, w->track, "read", t0, t1, 0, (int64_t)j->seq);
     if (st != PF_OK) {
         atomic_store(&j->failed, true); /* reported by read_whole_file */
