@@ -26,7 +26,7 @@ pf_nvjpeg_fns pf_nvjpeg;
 
 static pf_mutex g_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool g_tried, g_loaded;
-static char g_why[384];
+static char g_why[512];
 static char g_version[320];
 
 #define NVJ_STR_(x) #x
@@ -110,7 +110,7 @@ pf_status pf_nvjpeg_require(pf_device *dev)
     if (pf_device_get_type(dev) != PF_DEVICE_CUDA)
         return pf_set_error(PF_ERR_UNSUPPORTED, "nvJPEG: %s is not a CUDA device",
                             pf_device_spec(dev));
-    char why[384];
+    char why[512];
     if (!pf_nvjpeg_available(why, sizeof why))
         return pf_set_error(PF_ERR_UNSUPPORTED, "nvJPEG is not available: %s", why);
     return pf_nvjpeg_use_device(dev);

@@ -631,7 +631,7 @@ static void choose_codecs(rp_run *r)
                      "decoded and encoded on the CPU", pf_device_spec(r->dev));
         return;
     }
-    char why[384];
+    char why[512];
     if (!pf_nvjpeg_available(why, sizeof why)) {
         jobs_say(c->sink, asked ? PF_LOG_WARN : PF_LOG_INFO,
                  "nvJPEG not available (%s): JPEGs are decoded and encoded on the CPU", why);
