@@ -51,7 +51,7 @@ static inline bool nvt_exists(const char *path)
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-/* Smooth colour fields, a few hard edges and mild noise: JPEG-like content
+/* Smooth colour fields, a few hard edges and mild noise: photo-like content
  * whose chroma is mostly smooth (4:2:0 upsampling filters differ between
  * decoders only at sharp chroma edges). */
 static inline void nvt_fill(pf_frame *f, uint32_t seed)
@@ -64,7 +64,7 @@ static inline void nvt_fill(pf_frame *f, uint32_t seed)
             s ^= s >> 12;
             s ^= s << 25;
             s ^= s >> 27;
-            int noise = (int)((s * 0x2545F4914F6CDD1Dull) >> 61) - 4; /* -4..3 */
+            int noise = (int)((s * 0x2545F4914F6CDD1Dull) >> 62) - 1; /* -1..2: sensor-like */
             double u = (double)x / f->width, v = (double)y / f->height;
             int edge = ((x / 37 + y / 29) % 5 == 0) ? 40 : 0;
             int c[3] = {(int)(200 * u + 30 * sin(9 * v)) + edge,

@@ -388,6 +388,12 @@ typedef struct pf_reproject_params {
     void *user;              /* for on_message and on_frame */
     pf_job_frame_fn on_frame;/* NULL = none; see pf_job_frame */
     pf_reproject_codec codec; /* default AUTO */
+    /* GPU decode: decoder threads decode a JPEG on the CPU themselves when a
+     * whole batch already waits for the GPU (the GPU is then the bound and the
+     * CPU idle). true turns that off: every JPEG the GPU takes waits for it. */
+    bool no_cpu_assist;
+    int gpu_decoders;        /* GPU decode: decoder states, each a thread and stream decoding
+                                batches of inflight / 2; 0 = auto (4) */
 } pf_reproject_params;
 
 PF_API pf_reproject_params pf_reproject_params_default(void);

@@ -15,14 +15,17 @@
  * reused only when all its work is done and no other ordering is needed.
  * Event pairs give each step's GPU time for the statistics and the trace.
  *
- * With nvJPEG (docs/codecs.md) the same slots serve batches: up to B =
- * inflight / 2 jobs are taken at once; their JPEGs are decoded by one
- * pf_nvjpeg_dec_batch call on s_up straight into the slots' device sources
- * (CPU-decoded frames are uploaded in the same step), between ev0 and ev1
- * of every slot of the batch. With GPU encode the views are device frames
- * owned by the job (from the caching device allocator), nothing is
- * downloaded (ev4 = ev5 on s_kernel after the kernel), and the job goes to
- * the encoders once its kernel has run. */
+ * With nvJPEG (docs/codecs.md), S GPU decode threads (rp_gpu_decode_main),
+ * each with its own decoder state and stream, take batches of up to B =
+ * inflight / 2 compressed jobs, decode them into device frames owned by the
+ * jobs (one pf_nvjpeg_dec_batch call, then a wait on their stream) and pass
+ * them on; several states keep all the hardware engines busy, as one
+ * state's calls come one after the other. The compute thread then issues
+ * up to B jobs at a time: a GPU-decoded source needs no upload; a CPU-
+ * decoded one is uploaded between ev0 and ev1 as before. With GPU encode
+ * the views are device frames owned by the job (from the caching device
+ * allocator), nothing is downloaded (ev4 = ev5 on s_kernel after the
+ * kernel), and the job goes to the encoders once its kernel has run. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdlib.h>
@@ -32,6 +35,20 @@
 #include "jobs/reproject_run_impl.h"
 
 enum { EV_UP0, EV_UP1, EV_K0, EV_K1, EV_D0, EV_D1, EV_COUNT };
+
+static void free_decoders(rp_run *r)
+{
+    for (int i = 0; r->nvdecs && i < r->gpu_states; i++) {
+        if (r->dec_streams && r->dec_streams[i]) pf_stream_synchronize(r->dec_streams[i]);
+        pf_nvjpeg_dec_destroy(&r->nvdecs[i]);
+        if (r->dec_streams) pf_stream_destroy(&r->dec_streams[i]);
+    }
+    free(r->nvdecs);
+    free(r->dec_streams);
+    r->nvdecs = NULL;
+    r->dec_streams = NULL;
+    r->gpu_states = 0;
+}
 
 pf_status rp_compute_setup(rp_run *r)
 {
@@ -67,18 +84,26 @@ pf_status rp_compute_setup(rp_run *r)
     }
     if (r->gpu_enc) r->device_bytes += r->out_block * (size_t)r->out_blocks;
     r->batch_jobs = calloc((size_t)r->batch, sizeof *r->batch_jobs);
-    r->batch_items = calloc((size_t)r->batch, sizeof *r->batch_items);
-    if (!r->batch_jobs || !r->batch_items) return PF_ERR_NOMEM;
+    if (!r->batch_jobs) return PF_ERR_NOMEM;
     if (r->gpu_dec) {
-        st = pf_nvjpeg_dec_create(r->dev, r->batch, &r->nvdec);
+        r->nvdecs = calloc((size_t)r->gpu_states, sizeof *r->nvdecs);
+        r->dec_streams = calloc((size_t)r->gpu_states, sizeof *r->dec_streams);
+        if (!r->nvdecs || !r->dec_streams) return PF_ERR_NOMEM;
+        for (int i = 0; i < r->gpu_states && st == PF_OK; i++) {
+            st = pf_nvjpeg_dec_create(r->dev, r->batch, &r->nvdecs[i]);
+            if (st == PF_OK) st = pf_stream_create(&sp, &r->dec_streams[i]);
+        }
         if (st != PF_OK) {
             jobs_say(c->sink, PF_LOG_WARN, "%s: JPEGs are decoded on the CPU", pf_last_error());
+            free_decoders(r);
             r->gpu_dec = false;
+            st = PF_OK;
         } else {
-            jobs_say(c->sink, PF_LOG_INFO, "nvJPEG %s: decode on %s%s, batches of %d",
+            jobs_say(c->sink, PF_LOG_INFO, "nvJPEG %s: decode on %s%s, %d states, batches of %d",
                      pf_nvjpeg_version(), pf_device_spec(r->dev),
-                     pf_nvjpeg_dec_has_hw(r->nvdec) ? " (hardware engines)" : " (no hardware "
-                     "engines: GPU-hybrid)", r->batch);
+                     pf_nvjpeg_dec_has_hw(r->nvdecs[0]) ? " (hardware engines)"
+                                                        : " (no hardware engines: GPU-hybrid)",
+                     r->gpu_states, r->batch);
         }
     }
     if (r->gpu_enc) {
@@ -127,11 +152,9 @@ void rp_compute_teardown(rp_run *r)
         free(r->nvenc);
         r->nvenc = NULL;
     }
-    pf_nvjpeg_dec_destroy(&r->nvdec);
+    free_decoders(r);
     free(r->batch_jobs);
-    free(r->batch_items);
     r->batch_jobs = NULL;
-    r->batch_items = NULL;
     pf_ops_destroy(&r->ops);
     pf_allocator_destroy(&r->dev_alloc);
     pf_stream_destroy(&r->s_up);
@@ -178,6 +201,7 @@ static pf_status reproject(rp_run *r, const pf_frame *src, pf_frame *dsts)
 static void hand_over(rp_run *r, rp_job *j)
 {
     pf_frame_unref(&j->src);
+    pf_frame_unref(&j->dsrc);
     pf_buffer_unref(&j->ring_token);
     rp_job_drop_bits(j);
     rp_job_to_encoders(r, j);
@@ -207,7 +231,7 @@ static void compute_cpu(rp_worker *w)
 
 /* CUDA ----------------------------------------------------------------------------------- */
 
-static pf_status issue_rest(rp_run *r, rp_slot *s, rp_job *j);
+static pf_status issue_rest(rp_run *r, rp_slot *s, rp_job *j, const pf_frame *src);
 
 static pf_status issue(rp_run *r, rp_slot *s, rp_job *j)
 {
@@ -221,7 +245,7 @@ static pf_status issue(rp_run *r, rp_slot *s, rp_job *j)
     if ((st = pf_event_record(s->ev[EV_UP0], r->s_up)) != PF_OK) return st;
     if ((st = pf_frame_copy_async(&s->dsrc, &j->src, r->s_up)) != PF_OK) return st;
     if ((st = pf_event_record(s->ev[EV_UP1], r->s_up)) != PF_OK) return st;
-    return issue_rest(r, s, j);
+    return issue_rest(r, s, j, &s->dsrc);
 }
 
 static void add_gpu_time(rp_run *r, rp_slot *s, rp_job *j, rp_stage stage, int e0, int track)
@@ -253,8 +277,10 @@ static void retire(rp_run *r, rp_slot *s)
     if (st != PF_OK) {
         rp_job_fail(r, j, "GPU work failed");
     } else if (!atomic_load(&j->failed)) {
-        if (s->batch > 0)
-            add_batch_time(r, s, j, s->gpu_decoded ? RP_STAGE_DECODE : RP_STAGE_UPLOAD);
+        if (s->gpu_decoded)
+            ; /* decoded by a GPU decode thread, which counted it */
+        else if (s->batch > 0)
+            add_batch_time(r, s, j, RP_STAGE_UPLOAD);
         else
             add_gpu_time(r, s, j, RP_STAGE_UPLOAD, EV_UP0, 0);
         add_gpu_time(r, s, j, RP_STAGE_KERNEL, EV_K0, 1);
@@ -322,13 +348,13 @@ static pf_status size_source(rp_run *r, rp_slot *s, int w, int h)
 
 /* Kernel, then the download (CPU encode) or nothing (GPU encode), after
  * the slot's ev1. */
-static pf_status issue_rest(rp_run *r, rp_slot *s, rp_job *j)
+static pf_status issue_rest(rp_run *r, rp_slot *s, rp_job *j, const pf_frame *src)
 {
     const rp_config *c = r->cfg;
     pf_status st;
     if ((st = pf_stream_wait_event(r->s_kernel, s->ev[EV_UP1])) != PF_OK) return st;
     if ((st = pf_event_record(s->ev[EV_K0], r->s_kernel)) != PF_OK) return st;
-    if ((st = reproject(r, &s->dsrc, r->gpu_enc ? j->outs : s->douts)) != PF_OK) return st;
+    if ((st = reproject(r, src, r->gpu_enc ? j->outs : s->douts)) != PF_OK) return st;
     if ((st = pf_event_record(s->ev[EV_K1], r->s_kernel)) != PF_OK) return st;
     if (r->gpu_enc) {
         if ((st = pf_event_record(s->ev[EV_D0], r->s_kernel)) != PF_OK) return st;
@@ -342,78 +368,42 @@ static pf_status issue_rest(rp_run *r, rp_slot *s, rp_job *j)
     return pf_event_record(s->ev[EV_D1], r->s_down);
 }
 
-/* Issues n jobs into the n slots after the busy ones: one decode call for
- * the compressed ones, uploads for the CPU-decoded ones, then each one's
- * kernel. A job that fails is finished at its turn in retire (its slot's
- * ev5 then covers everything queued so far on s_up). */
+/* Issues n jobs into the n slots after the busy ones: uploads for the
+ * CPU-decoded ones (between every slot's ev0 and ev1), then each one's
+ * kernel; a GPU-decoded source is already on the device (its decode thread
+ * waited for it). A job that fails is finished at its turn in retire (its
+ * slot's ev5 then covers everything queued so far on s_up). */
 static void issue_batch(rp_run *r, rp_worker *w, rp_job **jobs, int n, int first)
 {
-    int k = r->inflight, ni = 0;
+    int k = r->inflight;
     int64_t t0 = pf_time_ns();
-    pf_nvjpeg_item *items = r->batch_items;
-    int item_of[64];
     for (int b = 0; b < n; b++) {
         rp_slot *s = &r->slots[(first + b) % k];
         rp_job *j = jobs[b];
         s->job = j;
         s->batch = n;
-        s->gpu_decoded = j->bits != NULL;
-        item_of[b] = -1;
-        pf_status st = take_outputs(r, j);
-        if (st != PF_OK) {
-            rp_job_fail(r, j, "no output buffer");
-            continue;
-        }
-        int wd = j->bits ? j->width : j->src.width, ht = j->bits ? j->height : j->src.height;
-        if ((st = size_source(r, s, wd, ht)) != PF_OK) {
+        s->gpu_decoded = j->dsrc.data[0] != NULL;
+        if (atomic_load(&j->failed)) continue;
+        if (take_outputs(r, j) != PF_OK) rp_job_fail(r, j, "no output buffer");
+        else if (!s->gpu_decoded && size_source(r, s, j->src.width, j->src.height) != PF_OK)
             rp_job_fail(r, j, "no device frame for the source");
-            continue;
-        }
-        if (!j->bits) continue;
-        pf_nvjpeg_item *it = &items[ni];
-        memset(it, 0, sizeof *it);
-        const char *name = r->in->items[j->input].path;
-        int pw = 0, ph = 0;
-        st = pf_nvjpeg_dec_probe(r->nvdec, j->bits, j->bits_size, name, &pw, &ph, &it->path);
-        if (st == PF_OK && (pw != wd || ph != ht))
-            st = pf_set_error(PF_ERR_FORMAT, "%s: header size changed", name);
-        if (st != PF_OK) {
-            rp_job_fail(r, j, NULL);
-            continue;
-        }
-        it->data = j->bits;
-        it->size = j->bits_size;
-        it->name = name;
-        it->dst = &s->dsrc;
-        item_of[b] = ni++;
     }
     for (int b = 0; b < n; b++)
         pf_event_record(r->slots[(first + b) % k].ev[EV_UP0], r->s_up);
     for (int b = 0; b < n; b++) {
         rp_job *j = jobs[b];
         rp_slot *s = &r->slots[(first + b) % k];
-        if (j->bits || atomic_load(&j->failed)) continue;
+        if (s->gpu_decoded || atomic_load(&j->failed)) continue;
         if (pf_frame_copy_async(&s->dsrc, &j->src, r->s_up) != PF_OK)
             rp_job_fail(r, j, "upload failed");
-    }
-    if (ni > 0) pf_nvjpeg_dec_batch(r->nvdec, items, ni, r->s_up);
-    for (int b = 0; b < n; b++) {
-        rp_job *j = jobs[b];
-        if (item_of[b] < 0) continue;
-        pf_nvjpeg_item *it = &items[item_of[b]];
-        if (it->status == PF_OK) {
-            atomic_fetch_add(&r->dec_count[it->path], 1);
-        } else {
-            pf_set_error(it->status, "%s", it->error);
-            rp_job_fail(r, j, NULL);
-        }
     }
     for (int b = 0; b < n; b++)
         pf_event_record(r->slots[(first + b) % k].ev[EV_UP1], r->s_up);
     for (int b = 0; b < n; b++) {
         rp_job *j = jobs[b];
         rp_slot *s = &r->slots[(first + b) % k];
-        if (!atomic_load(&j->failed) && issue_rest(r, s, j) != PF_OK)
+        if (!atomic_load(&j->failed) &&
+            issue_rest(r, s, j, s->gpu_decoded ? &j->dsrc : &s->dsrc) != PF_OK)
             rp_job_fail(r, j, "GPU reprojection failed");
         if (atomic_load(&j->failed)) {
             /* Retired in order: its ev5 waits for the work queued so far. */
@@ -424,37 +414,136 @@ static void issue_batch(rp_run *r, rp_worker *w, rp_job **jobs, int n, int first
                                  (int64_t)jobs[0]->seq);
 }
 
+/* Up to max jobs from q: the first waiting up to timeout_us, the rest only
+ * if already there. 0 when none came; *closed when q is closed and empty. */
+static int pop_batch(pf_queue *q, rp_job **jobs, int max, int64_t timeout_us, bool *closed)
+{
+    rp_job *j;
+    pf_status st = pf_queue_pop(q, &j, timeout_us);
+    if (st != PF_OK) {
+        *closed = st != PF_TIMEOUT && st != PF_AGAIN;
+        return 0;
+    }
+    int n = 0;
+    jobs[n++] = j;
+    while (n < max) {
+        st = pf_queue_pop(q, &j, 0);
+        if (st != PF_OK) {
+            *closed = st != PF_TIMEOUT && st != PF_AGAIN;
+            break;
+        }
+        jobs[n++] = j;
+    }
+    return n;
+}
+
 static void compute_batched(rp_worker *w)
 {
     rp_run *r = w->r;
     int k = r->inflight, head = 0, count = 0;
-    int bmax = r->batch < 64 ? r->batch : 64;
-    bool open = true;
-    while (open) {
+    pf_queue *in = r->gpu_dec ? r->ready : r->decoded;
+    bool closed = false;
+    while (!closed) {
         while (count && pf_event_query(r->slots[head].ev[EV_D1]) == PF_OK)
             retire_oldest(r, &head, &count);
-        rp_job *j;
-        pf_status st = pf_queue_pop(r->decoded, &j, count ? 500 : PF_WAIT_FOREVER);
-        if (st == PF_TIMEOUT || st == PF_AGAIN) continue;
-        if (st != PF_OK) break;
-        int n = 0;
-        r->batch_jobs[n++] = j;
-        /* Whatever else is ready, up to a batch: the queue is full when the
-         * GPU is the bound, so batches are full exactly when it matters. */
-        while (n < bmax) {
-            st = pf_queue_pop(r->decoded, &j, 0);
-            if (st == PF_OK) {
-                r->batch_jobs[n++] = j;
-                continue;
-            }
-            if (st != PF_TIMEOUT && st != PF_AGAIN) open = false;
-            break;
-        }
+        /* Whatever is ready, up to a batch: the queue is full when the GPU
+         * is the bound, so batches are full exactly when it matters. */
+        int n = pop_batch(in, r->batch_jobs, r->batch, count ? 500 : PF_WAIT_FOREVER, &closed);
+        if (n == 0) continue;
         while (count + n > k) retire_oldest(r, &head, &count);
         issue_batch(r, w, r->batch_jobs, n, (head + count) % k);
         count += n;
     }
     while (count) retire_oldest(r, &head, &count);
+}
+
+/* GPU decode threads ---------------------------------------------------------------------- */
+
+/* Decodes the compressed jobs among n into device frames of their own on
+ * stream s and waits for them; failures are reported (naming the file).
+ * The bits block stays with the job until its kernel has run, so the bits
+ * pool bounds the device frames in flight as well. */
+static void gpu_decode_batch(rp_run *r, rp_worker *w, int g, rp_job **jobs, int n)
+{
+    pf_nvjpeg_dec *d = r->nvdecs[g];
+    pf_stream *s = r->dec_streams[g];
+    pf_nvjpeg_item items[64];
+    int item_of[64], ni = 0;
+    int64_t t0 = pf_time_ns();
+    for (int b = 0; b < n; b++) {
+        rp_job *j = jobs[b];
+        item_of[b] = -1;
+        if (!j->bits) continue; /* decoded on the CPU: passed through */
+        pf_nvjpeg_item *it = &items[ni];
+        memset(it, 0, sizeof *it);
+        const char *name = r->in->items[j->input].path;
+        int pw = 0, ph = 0;
+        pf_status st = pf_nvjpeg_dec_probe(d, j->bits, j->bits_size, name, &pw, &ph, &it->path);
+        if (st == PF_OK && (pw != j->width || ph != j->height))
+            st = pf_set_error(PF_ERR_FORMAT, "%s: header size changed", name);
+        if (st == PF_OK)
+            st = pf_frame_alloc(&j->dsrc, PF_PIXFMT_RGB24, pw, ph, r->dev_alloc, s);
+        if (st != PF_OK) {
+            rp_job_fail(r, j, NULL);
+            continue;
+        }
+        it->data = j->bits;
+        it->size = j->bits_size;
+        it->name = name;
+        it->dst = &j->dsrc;
+        item_of[b] = ni++;
+    }
+    if (ni > 0) {
+        pf_nvjpeg_dec_batch(d, items, ni, s);
+        if (pf_stream_synchronize(s) != PF_OK)
+            for (int i = 0; i < ni; i++)
+                if (items[i].status == PF_OK) {
+                    items[i].status = PF_ERR_DEVICE;
+                    snprintf(items[i].error, sizeof items[i].error, "%s: GPU decode: %s",
+                             items[i].name, pf_last_error());
+                }
+    }
+    int64_t t1 = pf_time_ns();
+    for (int b = 0; b < n; b++) {
+        rp_job *j = jobs[b];
+        if (item_of[b] < 0) continue;
+        pf_nvjpeg_item *it = &items[item_of[b]];
+        if (it->status == PF_OK) {
+            atomic_fetch_add(&r->dec_count[it->path], 1);
+            rp_add_busy(r, RP_STAGE_DECODE, (t1 - t0) / ni);
+        } else {
+            pf_set_error(it->status, "%s", it->error);
+            rp_job_fail(r, j, NULL);
+            pf_frame_unref(&j->dsrc);
+        }
+    }
+    if (r->tracer && ni > 0)
+        pf_trace_span(r->tracer, w->track, "gpu decode", t0, t1, 0, (int64_t)jobs[0]->seq);
+}
+
+void rp_gpu_decode_main(void *user)
+{
+    rp_worker *w = user;
+    rp_run *r = w->r;
+    int g = w->id - r->decoders - r->encoders - 1;
+    rp_job *jobs[64];
+    int max = r->batch < 64 ? r->batch : 64;
+    bool closed = false;
+    while (!closed) {
+        int n = pop_batch(r->decoded, jobs, max, PF_WAIT_FOREVER, &closed);
+        if (n == 0) continue;
+        gpu_decode_batch(r, w, g, jobs, n);
+        for (int b = 0; b < n; b++) {
+            rp_job *j = jobs[b];
+            if (atomic_load(&j->failed)) {
+                rp_job_to_encoders(r, j); /* finishes it */
+            } else if (pf_queue_push(r->ready, &j, PF_WAIT_FOREVER) != PF_OK) {
+                rp_job_fail(r, j, "pipeline closed");
+                rp_job_to_encoders(r, j);
+            }
+        }
+    }
+    if (atomic_fetch_sub(&r->gpu_left, 1) == 1) pf_queue_close(r->ready);
 }
 
 void rp_compute_main(void *user)

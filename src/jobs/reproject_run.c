@@ -71,6 +71,7 @@ static void job_finish(rp_run *r, rp_job *j)
         jobs_frame_done(r->cfg->sink, 0, (int64_t)j->seq, j->t_start);
     }
     pf_frame_unref(&j->src);
+    pf_frame_unref(&j->dsrc);
     pf_buffer_unref(&j->ring_token);
     rp_job_drop_bits(j);
     for (int i = 0; i < RP_MAX_OUTPUTS; i++) pf_frame_unref(&j->outs[i]);
@@ -208,10 +209,11 @@ static void read_ahead(rp_run *r, int idx)
     close(fd);
 }
 
-/* GPU decode: the whole file in one read() sequence into a ring block
- * (page-locked: nvJPEG copies the bytes to the device from there), or the
- * heap when the file is bigger than a block (the block is then held as a
- * token, so the ring still bounds the frames in flight). *heap says which.
+/* GPU decode: the whole file in one read() sequence into a block of the
+ * bits pool (page-locked: nvJPEG copies the bytes to the device from
+ * there), or the heap when the file is bigger than a block (the block is
+ * then held as a token, so the pool still bounds the files in flight).
+ * *heap says which.
  * Failures are reported here, naming the file. */
 static pf_status read_into_ring(rp_run *r, const char *path, pf_buffer **block, uint8_t **data,
                                 size_t *size, bool *heap, int64_t *waited)
@@ -235,7 +237,7 @@ static pf_status read_into_ring(rp_run *r, const char *path, pf_buffer **block, 
     (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     size_t n = (size_t)sb.st_size;
     int64_t t0 = pf_time_ns();
-    pf_status st = pf_pinned_pool_acquire(r->ring_pool, PF_WAIT_FOREVER, block);
+    pf_status st = pf_pinned_pool_acquire(r->bits_pool, PF_WAIT_FOREVER, block);
     *waited = pf_time_ns() - t0;
     atomic_fetch_add(&r->ring_wait_ns, *waited);
     if (st != PF_OK) {
@@ -244,7 +246,7 @@ static pf_status read_into_ring(rp_run *r, const char *path, pf_buffer **block, 
         return st;
     }
     uint8_t *buf = pf_buffer_data(*block);
-    if (n > r->ring_block) {
+    if (n > r->bits_block) {
         buf = malloc(n ? n : 1);
         *heap = true;
         if (!buf) {
@@ -336,8 +338,11 @@ static void decode_image(rp_worker *w, int idx)
         /* GPU decode for the JPEGs nvJPEG takes (sequential Huffman, 8-bit,
          * 1 or 3 components, complete): the compute thread decodes them. */
         pf_jpeg_header h;
-        if (pf_jpeg_scan(data, size, in->path, &h) == PF_OK &&
-            h.gpu_ok) {
+        /* CPU assist: a whole batch already waits for the GPU, which is then
+         * the bound; this thread decodes the image itself meanwhile. */
+        bool assist = r->cfg->cpu_assist &&
+                      pf_queue_size(r->decoded) >= (size_t)r->batch * (size_t)r->gpu_states;
+        if (pf_jpeg_scan(data, size, in->path, &h) == PF_OK && h.gpu_ok && !assist) {
             j->bits = data;
             j->bits_size = size;
             j->bits_block = block;
@@ -349,7 +354,7 @@ static void decode_image(rp_worker *w, int idx)
         }
         pf_clear_error(); /* the CPU path below reports what is wrong, if anything */
         if (!heap) {
-            /* The ring block is needed for the decoded frame. */
+            /* The bytes leave the bits pool; the frame takes a ring block. */
             uint8_t *copy = malloc(size ? size : 1);
             if (copy) memcpy(copy, data, size);
             data = copy;
@@ -641,6 +646,22 @@ static void choose_codecs(rp_run *r)
     r->gpu_enc = c->format == PF_IMAGE_JPEG;
 }
 
+/* GPU decode: bits pool blocks of twice the first image file's size (at
+ * least 1 MiB); a bigger file later is read into the heap. */
+static size_t first_file_bytes(const rp_inputs *in)
+{
+    for (int i = 0; i < in->count; i++) {
+        const rp_input *it = &in->items[i];
+        struct stat sb;
+        if (it->once || it->kind != RP_INPUT_IMAGE || stat(it->path, &sb) != 0 ||
+            !S_ISREG(sb.st_mode))
+            continue;
+        size_t n = (size_t)sb.st_size * 2;
+        return n > ((size_t)1 << 20) ? n : (size_t)1 << 20;
+    }
+    return (size_t)1 << 20;
+}
+
 static pf_status fail_setup(const jobs_sink *sink, const char *what)
 {
     rp_report(sink, "%s: %s", what, pf_last_error());
@@ -669,6 +690,12 @@ pf_status rp_run_create(const rp_config *cfg, const rp_inputs *in, pf_device *de
     r->inflight = r->cuda ? (cfg->inflight ? cfg->inflight : r->gpu_dec ? 16 : 3) : 1;
     r->batch = r->inflight / 2 > 1 ? r->inflight / 2 : 1;
     if (r->batch > 64) r->batch = 64; /* compute_batched's arrays */
+    /* GPU decode: S threads (decoder states) decoding batches of B; the bits
+     * pool holds the files read ahead, being decoded, and waiting for the
+     * kernels: D + 2 S B + K + 2. The ring then holds only CPU-decoded
+     * frames (progressive JPEGs, PNG, the CPU assist). */
+    r->gpu_states = r->gpu_dec ? (cfg->gpu_decoders ? cfg->gpu_decoders : 4) : 0;
+    r->bits_count = r->decoders + 2 * r->gpu_states * r->batch + r->inflight + 2;
     r->ring = cfg->ring ? cfg->ring : r->decoders + r->inflight + 2;
     int per_block = cfg->num_outputs;
     r->out_blocks = (r->encoders + per_block - 1) / per_block + r->inflight + 1;
@@ -682,6 +709,7 @@ pf_status rp_run_create(const rp_config *cfg, const rp_inputs *in, pf_device *de
     r->out_block = off;
     r->ring_block = first_frame_bytes(in);
     if (r->ring_block == 0) r->ring_block = 64; /* nothing decodes: every input fails alone */
+    r->bits_block = r->gpu_dec ? first_file_bytes(in) : 0;
 
     pf_status st;
     pf_pinned_pool_params pp = pf_pinned_pool_params_default();
@@ -690,6 +718,12 @@ pf_status rp_run_create(const rp_config *cfg, const rp_inputs *in, pf_device *de
     pp.block_count = r->ring;
     pp.name = "reproject-ring";
     if ((st = pf_pinned_pool_create(&pp, &r->ring_pool)) != PF_OK) goto fail;
+    if (r->gpu_dec) {
+        pp.block_size = r->bits_block;
+        pp.block_count = r->bits_count;
+        pp.name = "reproject-bits";
+        if ((st = pf_pinned_pool_create(&pp, &r->bits_pool)) != PF_OK) goto fail;
+    }
     /* GPU encode: the views live on the device; a block is only the token
      * that bounds the frames between compute and the encoders. */
     r->out_pool_block = r->gpu_enc ? 64 : r->out_block;
@@ -698,8 +732,11 @@ pf_status rp_run_create(const rp_config *cfg, const rp_inputs *in, pf_device *de
     pp.name = "reproject-views";
     if ((st = pf_pinned_pool_create(&pp, &r->out_pool)) != PF_OK) goto fail;
 
-    pf_queue_params qp = {.capacity = (size_t)r->ring + 1, .item_size = sizeof(rp_job *)};
+    /* Every job holds a ring or bits block: pushes never wait for long. */
+    pf_queue_params qp = {.capacity = (size_t)(r->ring + r->bits_count) + 1,
+                          .item_size = sizeof(rp_job *)};
     if ((st = pf_queue_create(&qp, &r->decoded)) != PF_OK) goto fail;
+    if ((st = pf_queue_create(&qp, &r->ready)) != PF_OK) goto fail;
     qp.capacity = (size_t)r->out_blocks * (size_t)cfg->num_outputs;
     qp.item_size = sizeof(rp_encode_task);
     if ((st = pf_queue_create(&qp, &r->encode)) != PF_OK) goto fail;
@@ -724,13 +761,15 @@ pf_status rp_run_create(const rp_config *cfg, const rp_inputs *in, pf_device *de
     if ((st = rp_compute_setup(r)) != PF_OK) goto fail;
 
     pf_threadpool_params tpp = pf_threadpool_params_default();
-    tpp.num_threads = r->decoders + r->encoders + 2; /* + compute + the caller */
+    /* + compute + the GPU decode threads + the caller */
+    tpp.num_threads = r->decoders + r->encoders + 2 + r->gpu_states;
     tpp.name = "reproject";
     if ((st = pf_threadpool_create(&tpp, &r->threads)) != PF_OK) goto fail;
 
     atomic_init(&r->expected, in->count);
     atomic_init(&r->next_input, 0);
     atomic_init(&r->decoders_left, r->decoders);
+    atomic_init(&r->gpu_left, r->gpu_states);
     atomic_init(&r->encoders_left, r->encoders);
     r->setup_ns = pf_time_ns() - t_create;
     *out = r;
@@ -743,7 +782,7 @@ fail:
 
 pf_status rp_run_start(rp_run *r)
 {
-    int n = r->decoders + r->encoders + 1;
+    int n = r->decoders + r->encoders + 1 + r->gpu_states;
     rp_worker *w = calloc((size_t)n, sizeof *w);
     if (!w) return PF_ERR_NOMEM;
     r->t0 = pf_time_ns();
@@ -756,21 +795,25 @@ pf_status rp_run_start(rp_run *r)
         if (r->tracer) {
             if (i < r->decoders) snprintf(name, sizeof name, "decode %d", i);
             else if (i == r->decoders) snprintf(name, sizeof name, "compute");
-            else snprintf(name, sizeof name, "encode %d", i - r->decoders - 1);
+            else if (i <= r->decoders + r->encoders)
+                snprintf(name, sizeof name, "encode %d", i - r->decoders - 1);
+            else snprintf(name, sizeof name, "gpu decode %d", i - r->decoders - r->encoders - 1);
             w[i].track = pf_trace_track(r->tracer, name);
         }
     }
     r->workers = w;
     for (int i = 0; i < n; i++) {
-        pf_task_fn fn = i < r->decoders ? decoder_main
-                        : i == r->decoders ? rp_compute_main
-                                           : encoder_main;
+        pf_task_fn fn = i < r->decoders                  ? decoder_main
+                        : i == r->decoders                 ? rp_compute_main
+                        : i <= r->decoders + r->encoders ? encoder_main
+                                                           : rp_gpu_decode_main;
         pf_status st = pf_threadpool_submit(r->threads, fn, &w[i]);
         if (st != PF_OK) {
             /* Cannot happen with a pool of this size; never leave a waiter hanging. */
             rp_report(r->cfg->sink, "cannot start thread %d: %s", i, pf_last_error());
             r->cancel = 1;
             pf_queue_close(r->decoded);
+            pf_queue_close(r->ready);
             pf_queue_close(r->encode);
             int one = 1;
             pf_queue_push(r->done, &one, 0);
@@ -831,11 +874,12 @@ void rp_run_get_stats(rp_run *r, rp_stats *s)
     s->x.encoded_gpu = atomic_load(&r->encoded_gpu);
     s->x.encoded_cpu = atomic_load(&r->encoded_cpu);
     for (int i = 0; i < RP_STAGE_COUNT; i++)
-        s->x.stage_threads[i] = i == RP_STAGE_DECODE && r->gpu_dec                ? 1
+        s->x.stage_threads[i] = i == RP_STAGE_DECODE && r->gpu_dec                ? r->gpu_states
                                 : i == RP_STAGE_READ || i == RP_STAGE_DECODE     ? r->decoders
                                 : i == RP_STAGE_ENCODE || i == RP_STAGE_WRITE ? r->encoders
                                                                               : 1;
-    s->x.host_bytes = r->ring_block * (size_t)r->ring + r->out_pool_block * (size_t)r->out_blocks;
+    s->x.host_bytes = r->ring_block * (size_t)r->ring + r->out_pool_block * (size_t)r->out_blocks +
+                      r->bits_block * (size_t)(r->bits_pool ? r->bits_count : 0);
     s->x.device_bytes = r->device_bytes;
     pf_pinned_pool_stats ps;
     s->x.pinned = r->ring_pool && pf_pinned_pool_get_stats(r->ring_pool, &ps) == PF_OK && ps.pinned;
@@ -855,6 +899,8 @@ void rp_run_destroy(rp_run **rp)
     rp_compute_teardown(r);
     pf_tracer_destroy(&r->tracer);      /* writes the trace */
     pf_queue_destroy(&r->decoded);
+    pf_queue_destroy(&r->ready);
+    pf_pinned_pool_destroy(&r->bits_pool);
     pf_queue_destroy(&r->encode);
     pf_queue_destroy(&r->done);
     pf_pinned_pool_destroy(&r->ring_pool);

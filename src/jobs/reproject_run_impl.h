@@ -18,6 +18,7 @@ typedef struct rp_job {
     uint64_t seq;                      /* order of creation (trace flows) */
     int64_t t_start;                   /* pf_time_ns() when its read began */
     pf_frame src;                      /* decoded RGB24, in a ring block (or the heap) */
+    pf_frame dsrc;                     /* GPU decode: the decoded device frame */
     pf_buffer *ring_token;             /* the ring block when src lives on the heap */
     pf_frame outs[RP_MAX_OUTPUTS];     /* views, in one output block (GPU encode: device frames) */
     pf_buffer *out_token;              /* GPU encode: the output block held as a token */
@@ -77,11 +78,17 @@ struct rp_run {
 
     /* codecs (docs/codecs.md) */
     bool gpu_dec, gpu_enc;             /* nvJPEG decode / encode in use */
-    pf_nvjpeg_dec *nvdec;              /* compute thread's */
+    int gpu_states;                    /* GPU decode threads, each a decoder and a stream */
+    pf_nvjpeg_dec **nvdecs;
+    pf_stream **dec_streams;
+    pf_queue *ready;                   /* rp_job *: GPU-decoded (or passed through) for compute */
+    atomic_int gpu_left;               /* GPU decode threads still running */
+    pf_pinned_pool *bits_pool;         /* the files' bytes for GPU decode */
+    size_t bits_block;
+    int bits_count;
     pf_nvjpeg_enc **nvenc;             /* one per encoder thread */
     int batch;                         /* images per decode call */
-    rp_job **batch_jobs;
-    pf_nvjpeg_item *batch_items;
+    rp_job **batch_jobs;               /* compute's */
     size_t out_pool_block;             /* bytes per output block (a token with GPU encode) */
     atomic_uint_fast64_t dec_count[PF_JPEG_PATHS], encoded_gpu, encoded_cpu;
 
@@ -117,5 +124,8 @@ void rp_job_to_encoders(rp_run *r, rp_job *j);
 pf_status rp_compute_setup(rp_run *r);
 void rp_compute_teardown(rp_run *r);
 void rp_compute_main(void *user);
+/* A GPU decode thread (reproject_compute.c): batches from `decoded` into
+ * device frames, then on to `ready`. */
+void rp_gpu_decode_main(void *user);
 
 #endif
