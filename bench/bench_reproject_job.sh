@@ -14,6 +14,8 @@
 #                         unless --keep)
 #     --keep              keep the outputs
 #     --json FILE         also keep the command's JSON summary in FILE
+#     --cube SIZE         a cube map of six SIZE x SIZE faces instead of the 8 views
+#     --codec C           auto (default), cpu or gpu (nvJPEG decode + encode on CUDA)
 #
 # Inputs: 8 distinct synthetic images (smooth colour fields, edges and mild
 # noise, ~ the JPEG size of a photo) are encoded by tests/reproject_cli_ref,
@@ -24,7 +26,7 @@
 # or read by the previous run): this measures the pipeline, not the disk.
 set -euo pipefail
 
-usage() { sed -n '2,25p' "$0"; exit "${1:-0}"; }
+usage() { sed -n '2,27p' "$0"; exit "${1:-0}"; }
 [ $# -ge 1 ] || usage 2
 case "$1" in -h|--help) usage 0 ;; esac
 DIR=$1
@@ -39,6 +41,8 @@ DEVICE=${PIXFLOW_DEVICE:-auto}
 OUT=
 KEEP=0
 JSON_COPY=
+CUBE=
+CODEC=auto
 EXTRA=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -47,6 +51,8 @@ while [ $# -gt 0 ]; do
     --out) OUT=${2:?--out DIR}; shift ;;
     --keep) KEEP=1 ;;
     --json) JSON_COPY=${2:?--json FILE}; shift ;;
+    --cube) CUBE=${2:?--cube SIZE}; shift ;;
+    --codec) CODEC=${2:?--codec C}; shift ;;
     --) shift; EXTRA=("$@"); break ;;
     -h|--help) usage 0 ;;
     *) echo "bench_reproject_job: unknown option '$1'" >&2; exit 2 ;;
@@ -112,9 +118,15 @@ bytes=$(xargs cat <"$list" | wc -c) # also brings the inputs into the page cache
 rm -rf "$OUT"
 json=$(mktemp)
 trap 'rm -f "$list" "$json"' EXIT
-echo "pixflow reproject: $N x ${W}x${H} JPEG ($((bytes / N / 1024)) KiB each) -> 8 views 1920x1080 JPEG q90, device $DEVICE"
+outputs=(--views 8:90:1920x1080)
+what="8 views 1920x1080"
+if [ -n "$CUBE" ]; then
+  outputs=(--cubemap "$CUBE")
+  what="cube map 6 x ${CUBE}x${CUBE}"
+fi
+echo "pixflow reproject: $N x ${W}x${H} JPEG ($((bytes / N / 1024)) KiB each) -> $what JPEG q90, device $DEVICE, codec $CODEC"
 status=0
-"$PIXFLOW" reproject --list "$list" -o "$OUT" --views 8:90:1920x1080 --device "$DEVICE" \
+"$PIXFLOW" reproject --list "$list" -o "$OUT" "${outputs[@]}" --device "$DEVICE" --codec "$CODEC" \
   --json --quiet ${EXTRA[@]+"${EXTRA[@]}"} >"$json" || status=$?
 [ -n "$JSON_COPY" ] && cp "$json" "$JSON_COPY"
 if [ "$status" != 0 ]; then
@@ -147,12 +159,18 @@ awk -v files="$files" '
   /"encoders":/ { enc = val($0) }
   /"host_bytes":/ { host = val($0) }
   /"device_bytes":/ { devb = val($0) }
+  /"decoded_hardware":/ { dhw = val($0) }
+  /"decoded_gpu":/ { dgpu = val($0) }
+  /"decoded_cpu":/ { dcpu = val($0) }
+  /"encoded_gpu":/ { egpu = val($0) }
+  /"encoded_cpu":/ { ecpu = val($0) }
   END {
     printf "device        %s (%s)\n", dev, devname
     printf "images        %s in %.2f s, %d files, %s failures\n", images, elapsed, files, failures
     printf "images/s      %.2f\n", ips
     printf "latency       p50 %.0f ms, p99 %.0f ms per image\n", p50, p99
     printf "threads       %s decoders, %s encoders; memory: host %.0f MiB, device %.0f MiB\n", dec, enc, host / 1048576, devb / 1048576
+    printf "codecs        decoded %d hardware, %d gpu, %d cpu; encoded %d gpu, %d cpu files\n", dhw, dgpu, dcpu, egpu, ecpu
     printf "%-10s %10s %12s %8s %7s\n", "stage", "busy s", "ms/image", "threads", "util"
     for (i = 1; i <= n; i++) {
       s = order[i]

@@ -171,6 +171,14 @@ typedef struct pf_reproject_result {
     size_t device_bytes;     /* device slots (CUDA) */
     bool pinned;             /* ring and output blocks page-locked */
     uint64_t unpinned_fallbacks; /* frames bigger than a ring block, decoded on the heap */
+    /* Codecs (pf_reproject_params.codec): what the run used, and the count per
+     * path. decoded_hw: nvJPEG on the GPU's hardware JPEG engines; decoded_gpu:
+     * nvJPEG's GPU-hybrid backend; decoded_cpu: libjpeg-turbo / libpng / video
+     * decoders on CPU threads (progressive JPEGs, PNG, video frames, or all of
+     * them with the CPU codec). */
+    bool gpu_decode, gpu_encode;
+    uint64_t decoded_hw, decoded_gpu, decoded_cpu;
+    uint64_t encoded_gpu, encoded_cpu; /* files */
 } pf_reproject_result;
 
 /* A job's summary. Strings and arrays are owned by the job and valid until
@@ -350,6 +358,14 @@ typedef enum pf_reproject_cube {
 
 #define PF_REPROJECT_MAX_VIEWS 64
 
+/* Where JPEGs are decoded and encoded (docs/codecs.md). */
+typedef enum pf_reproject_codec {
+    PF_REPROJECT_CODEC_AUTO = 0, /* GPU on a CUDA device where libnvjpeg loads, else CPU */
+    PF_REPROJECT_CODEC_CPU,      /* libjpeg-turbo on CPU threads */
+    PF_REPROJECT_CODEC_GPU       /* nvJPEG; where it cannot (no CUDA device, no libnvjpeg),
+                                    the CPU, said in one message */
+} pf_reproject_codec;
+
 typedef struct pf_reproject_params {
     const char *const *inputs; /* files, directories, globs */
     int num_inputs;
@@ -372,6 +388,13 @@ typedef struct pf_reproject_params {
     pf_job_message_fn on_message; /* NULL = pf_log */
     void *user;              /* for on_message and on_frame */
     pf_job_frame_fn on_frame;/* NULL = none; see pf_job_frame */
+    pf_reproject_codec codec; /* default AUTO */
+    /* GPU decode: decoder threads decode a JPEG on the CPU themselves when a
+     * whole batch already waits for the GPU (the GPU is then the bound and the
+     * CPU idle). true turns that off: every JPEG the GPU takes waits for it. */
+    bool no_cpu_assist;
+    int gpu_decoders;        /* GPU decode: decoder states, each a thread and stream decoding
+                                batches of inflight / 2; 0 = auto (4) */
 } pf_reproject_params;
 
 PF_API pf_reproject_params pf_reproject_params_default(void);

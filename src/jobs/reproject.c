@@ -105,6 +105,16 @@ static pf_status make_config(const pf_reproject_params *p, rp_config *c)
     c->ring = p->ring;
     c->inflight = p->inflight;
     c->no_overwrite = p->no_overwrite;
+    if (p->codec != PF_REPROJECT_CODEC_AUTO && p->codec != PF_REPROJECT_CODEC_CPU &&
+        p->codec != PF_REPROJECT_CODEC_GPU)
+        return pf_set_error(PF_ERR_INVALID, "codec %d: expected a pf_reproject_codec",
+                            (int)p->codec);
+    c->codec = p->codec;
+    c->cpu_assist = !p->no_cpu_assist;
+    if (p->gpu_decoders < 0 || p->gpu_decoders > 16)
+        return pf_set_error(PF_ERR_INVALID, "gpu_decoders %d: expected 1..16 (0 = auto)",
+                            p->gpu_decoders);
+    c->gpu_decoders = p->gpu_decoders;
     if (p->cube == PF_REPROJECT_NO_CUBE) {
         if (p->num_views < 1 || p->num_views > RP_MAX_OUTPUTS || !p->views)
             return pf_set_error(PF_ERR_INVALID, "views: %d views, expected 1..%d (or a cube)",

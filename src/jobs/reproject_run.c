@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -70,9 +71,21 @@ static void job_finish(rp_run *r, rp_job *j)
         jobs_frame_done(r->cfg->sink, 0, (int64_t)j->seq, j->t_start);
     }
     pf_frame_unref(&j->src);
+    pf_frame_unref(&j->dsrc);
     pf_buffer_unref(&j->ring_token);
+    rp_job_drop_bits(j);
     for (int i = 0; i < RP_MAX_OUTPUTS; i++) pf_frame_unref(&j->outs[i]);
+    pf_buffer_unref(&j->out_token);
     free(j);
+}
+
+void rp_job_drop_bits(rp_job *j)
+{
+    free(j->bits_heap);
+    j->bits_heap = NULL;
+    pf_buffer_unref(&j->bits_block);
+    j->bits = NULL;
+    j->bits_size = 0;
 }
 
 void rp_job_fail(rp_run *r, rp_job *j, const char *what)
@@ -180,6 +193,90 @@ static pf_status read_whole_file(const jobs_sink *sink, const char *path, uint8_
     return PF_OK;
 }
 
+/* Read-ahead: the input a decoder will most likely take after the ones now
+ * being read is announced to the kernel (posix_fadvise WILLNEED starts its
+ * read in the background), so that with a cold page cache the storage,
+ * not the threads, sets the pace. Cheap (an open, an advice, a close). */
+static void read_ahead(rp_run *r, int idx)
+{
+    int next = idx + r->decoders;
+    if (next >= r->in->count) return;
+    const rp_input *in = &r->in->items[next];
+    if (in->once || in->kind != RP_INPUT_IMAGE) return;
+    int fd = open(in->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return; /* reported when it is read */
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+    close(fd);
+}
+
+/* GPU decode: the whole file in one read() sequence into a block of the
+ * bits pool (page-locked: nvJPEG copies the bytes to the device from
+ * there), or the heap when the file is bigger than a block (the block is
+ * then held as a token, so the pool still bounds the files in flight).
+ * *heap says which.
+ * Failures are reported here, naming the file. */
+static pf_status read_into_ring(rp_run *r, const char *path, pf_buffer **block, uint8_t **data,
+                                size_t *size, bool *heap, int64_t *waited)
+{
+    const jobs_sink *sink = r->cfg->sink;
+    *block = NULL;
+    *data = NULL;
+    *size = 0;
+    *heap = false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        rp_report(sink, "%s: cannot open: %s", path, strerror(errno));
+        return PF_ERR_IO;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        /* A directory, a FIFO: the CPU path's reader says what it is. */
+        return PF_ERR_UNSUPPORTED;
+    }
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    size_t n = (size_t)sb.st_size;
+    int64_t t0 = pf_time_ns();
+    pf_status st = pf_pinned_pool_acquire(r->bits_pool, PF_WAIT_FOREVER, block);
+    *waited = pf_time_ns() - t0;
+    atomic_fetch_add(&r->ring_wait_ns, *waited);
+    if (st != PF_OK) {
+        close(fd);
+        rp_report(sink, "%s: no ring block: %s", path, pf_last_error());
+        return st;
+    }
+    uint8_t *buf = pf_buffer_data(*block);
+    if (n > r->bits_block) {
+        buf = malloc(n ? n : 1);
+        *heap = true;
+        if (!buf) {
+            close(fd);
+            pf_buffer_unref(block);
+            rp_report(sink, "%s: out of memory for %zu bytes", path, n);
+            return PF_ERR_NOMEM;
+        }
+    }
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = read(fd, buf + got, n - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) {
+            int err = errno;
+            close(fd);
+            if (*heap) free(buf);
+            pf_buffer_unref(block);
+            rp_report(sink, "%s: cannot read: %s", path, strerror(err));
+            return PF_ERR_IO;
+        }
+        if (k == 0) break; /* shrank meanwhile: decodes as truncated, and is reported so */
+        got += (size_t)k;
+    }
+    close(fd);
+    *data = buf;
+    *size = got;
+    return PF_OK;
+}
+
 /* A ring block for a w x h RGB24 frame in j->src: the frame lives in the
  * block, or on the heap (holding the block as a token) when it is bigger
  * than the blocks, which were sized from the first input. */
@@ -219,16 +316,56 @@ static void decode_image(rp_worker *w, int idx)
         atomic_fetch_add(&r->images_failed, 1);
         return;
     }
+    read_ahead(r, idx);
     uint8_t *data = NULL;
     size_t size = 0;
-    pf_status st = read_whole_file(r->cfg->sink, in->path, &data, &size);
+    pf_status st = PF_ERR_UNSUPPORTED;
+    pf_buffer *block = NULL;
+    bool heap = true;
+    int64_t waited = 0; /* for a ring block: counted as a wait, not as reading */
+    if (r->gpu_dec && !in->once)
+        st = read_into_ring(r, in->path, &block, &data, &size, &heap, &waited);
+    if (st == PF_ERR_UNSUPPORTED) st = read_whole_file(r->cfg->sink, in->path, &data, &size);
     int64_t t1 = pf_time_ns();
-    rp_add_busy(r, RP_STAGE_READ, t1 - t0);
+    rp_add_busy(r, RP_STAGE_READ, t1 - t0 - waited);
     if (r->tracer) pf_trace_span(r->tracer, w->track, "read", t0, t1, 0, (int64_t)j->seq);
     if (st != PF_OK) {
         atomic_store(&j->failed, true); /* reported by read_whole_file */
         job_finish(r, j);
         return;
+    }
+    if (block) {
+        /* GPU decode for the JPEGs nvJPEG takes (sequential Huffman, 8-bit,
+         * 1 or 3 components, complete): the compute thread decodes them. */
+        pf_jpeg_header h;
+        /* CPU assist: a whole batch already waits for the GPU, which is then
+         * the bound; this thread decodes the image itself meanwhile. */
+        bool assist = r->cfg->cpu_assist &&
+                      pf_queue_size(r->decoded) >= (size_t)r->batch * (size_t)r->gpu_states;
+        if (pf_jpeg_scan(data, size, in->path, &h) == PF_OK && h.gpu_ok && !assist) {
+            j->bits = data;
+            j->bits_size = size;
+            j->bits_block = block;
+            j->bits_heap = heap ? data : NULL;
+            j->width = h.width;
+            j->height = h.height;
+            push_decoded(r, j);
+            return;
+        }
+        pf_clear_error(); /* the CPU path below reports what is wrong, if anything */
+        if (!heap) {
+            /* The bytes leave the bits pool; the frame takes a ring block. */
+            uint8_t *copy = malloc(size ? size : 1);
+            if (copy) memcpy(copy, data, size);
+            data = copy;
+        }
+        pf_buffer_unref(&block);
+        if (!data) {
+            rp_report(r->cfg->sink, "%s: out of memory for %zu bytes", in->path, size);
+            atomic_store(&j->failed, true);
+            job_finish(r, j);
+            return;
+        }
     }
     pf_image_info info;
     st = pf_image_probe_memory(data, size, &info);
@@ -247,6 +384,7 @@ static void decode_image(rp_worker *w, int idx)
     if (st == PF_OK) {
         st = pf_image_read_memory_into(data, size, in->path, &j->src);
         if (st != PF_OK) rp_job_fail(r, j, NULL);
+        else atomic_fetch_add(&r->dec_count[PF_JPEG_PATH_CPU], 1);
     }
     free(data);
     int64_t t3 = pf_time_ns();
@@ -321,6 +459,7 @@ static void decode_video(rp_worker *w, int idx)
             rp_job_fail(r, j, "no frame for the decoded image");
         } else {
             copy_rows(&j->src, &f);
+            atomic_fetch_add(&r->dec_count[PF_JPEG_PATH_CPU], 1);
         }
         pf_frame_unref(&f);
         int64_t t2 = pf_time_ns();
@@ -387,13 +526,29 @@ static void encode_one(rp_worker *w, rp_job *j, int i)
         atomic_store(&j->failed, true);
         return;
     }
-    pf_image_write_params wp = pf_image_write_params_default();
-    wp.format = c->format;
-    wp.jpeg_quality = c->quality;
-    wp.png_compression = 3; /* most of zlib's gain at a fraction of level 6's time */
     int64_t t0 = pf_time_ns();
     pf_buffer *bytes = NULL;
-    pf_status st = pf_image_encode(&j->outs[i], &wp, &bytes);
+    const uint8_t *data = NULL;
+    size_t n = 0;
+    pf_status st;
+    if (r->gpu_enc) {
+        /* nvJPEG: the view is a device frame whose kernel has run (compute
+         * hands a job over only after its GPU work completed); the file's
+         * bytes come back into the encoder's pinned buffer and are written
+         * from there by this thread. */
+        st = pf_nvjpeg_enc_encode(r->nvenc[w->id - r->decoders - 1], &j->outs[i], path, &data,
+                                  &n);
+    } else {
+        pf_image_write_params wp = pf_image_write_params_default();
+        wp.format = c->format;
+        wp.jpeg_quality = c->quality;
+        wp.png_compression = 3; /* most of zlib's gain at a fraction of level 6's time */
+        st = pf_image_encode(&j->outs[i], &wp, &bytes);
+        if (st == PF_OK) {
+            data = pf_buffer_data(bytes);
+            n = pf_buffer_size(bytes);
+        }
+    }
     int64_t t1 = pf_time_ns();
     rp_add_busy(r, RP_STAGE_ENCODE, t1 - t0);
     if (r->tracer) pf_trace_span(r->tracer, w->track, "encode", t0, t1, 0, (int64_t)j->seq);
@@ -402,13 +557,18 @@ static void encode_one(rp_worker *w, rp_job *j, int i)
         atomic_store(&j->failed, true);
         return;
     }
-    bool ok = write_file(r->cfg->sink, path, pf_buffer_data(bytes), pf_buffer_size(bytes));
+    bool ok = write_file(r->cfg->sink, path, data, n);
     pf_buffer_unref(&bytes);
     int64_t t2 = pf_time_ns();
     rp_add_busy(r, RP_STAGE_WRITE, t2 - t1);
     if (r->tracer) pf_trace_span(r->tracer, w->track, "write", t1, t2, 0, (int64_t)j->seq);
-    if (ok) atomic_fetch_add(&r->views_written, 1);
-    else atomic_store(&j->failed, true);
+    if (!ok) {
+        atomic_store(&j->failed, true);
+        return;
+    }
+    atomic_fetch_add(&r->views_written, 1);
+    if (r->gpu_enc) atomic_fetch_add(&r->encoded_gpu, 1);
+    else if (c->format == PF_IMAGE_JPEG) atomic_fetch_add(&r->encoded_cpu, 1);
 }
 
 static void encoder_main(void *user)
@@ -463,6 +623,45 @@ static size_t first_frame_bytes(const rp_inputs *in)
     return 0;
 }
 
+/* --codec: nvJPEG where asked (auto: on a CUDA device where it loads);
+ * where it cannot be used, the CPU, said in one message. */
+static void choose_codecs(rp_run *r)
+{
+    const rp_config *c = r->cfg;
+    if (c->codec == PF_REPROJECT_CODEC_CPU) return;
+    bool asked = c->codec == PF_REPROJECT_CODEC_GPU;
+    if (!r->cuda) {
+        if (asked)
+            jobs_say(c->sink, PF_LOG_WARN, "--codec gpu: %s is not a CUDA device: JPEGs are "
+                     "decoded and encoded on the CPU", pf_device_spec(r->dev));
+        return;
+    }
+    char why[512];
+    if (!pf_nvjpeg_available(why, sizeof why)) {
+        jobs_say(c->sink, asked ? PF_LOG_WARN : PF_LOG_INFO,
+                 "nvJPEG not available (%s): JPEGs are decoded and encoded on the CPU", why);
+        return;
+    }
+    r->gpu_dec = true;
+    r->gpu_enc = c->format == PF_IMAGE_JPEG;
+}
+
+/* GPU decode: bits pool blocks of twice the first image file's size (at
+ * least 1 MiB); a bigger file later is read into the heap. */
+static size_t first_file_bytes(const rp_inputs *in)
+{
+    for (int i = 0; i < in->count; i++) {
+        const rp_input *it = &in->items[i];
+        struct stat sb;
+        if (it->once || it->kind != RP_INPUT_IMAGE || stat(it->path, &sb) != 0 ||
+            !S_ISREG(sb.st_mode))
+            continue;
+        size_t n = (size_t)sb.st_size * 2;
+        return n > ((size_t)1 << 20) ? n : (size_t)1 << 20;
+    }
+    return (size_t)1 << 20;
+}
+
 static pf_status fail_setup(const jobs_sink *sink, const char *what)
 {
     rp_report(sink, "%s: %s", what, pf_last_error());
@@ -479,13 +678,24 @@ pf_status rp_run_create(const rp_config *cfg, const rp_inputs *in, pf_device *de
     r->in = in;
     r->dev = dev;
     r->cuda = pf_device_get_type(dev) == PF_DEVICE_CUDA;
+    choose_codecs(r);
     int cores = pf_cpu_count();
     /* Decoding an 8K JPEG and encoding its views cost about the same CPU
      * time; the compute thread mostly waits. */
     r->decoders = cfg->decoders ? cfg->decoders : cores / 2 > 1 ? cores / 2 : 1;
     r->encoders = cfg->encoders ? cfg->encoders : cores / 2 > 1 ? cores / 2 : 1;
     if (r->decoders > in->count && in->count > 0) r->decoders = in->count;
-    r->inflight = r->cuda ? (cfg->inflight ? cfg->inflight : 3) : 1;
+    /* GPU decode: batches of inflight / 2 images, so one batch decodes while
+     * the previous one's kernels run and its views are encoded. */
+    r->inflight = r->cuda ? (cfg->inflight ? cfg->inflight : r->gpu_dec ? 16 : 3) : 1;
+    r->batch = r->inflight / 2 > 1 ? r->inflight / 2 : 1;
+    if (r->batch > 64) r->batch = 64; /* compute_batched's arrays */
+    /* GPU decode: S threads (decoder states) decoding batches of B; the bits
+     * pool holds the files read ahead, being decoded, and waiting for the
+     * kernels: D + 2 S B + K + 2. The ring then holds only CPU-decoded
+     * frames (progressive JPEGs, PNG, the CPU assist). */
+    r->gpu_states = r->gpu_dec ? (cfg->gpu_decoders ? cfg->gpu_decoders : 4) : 0;
+    r->bits_count = r->decoders + 2 * r->gpu_states * r->batch + r->inflight + 2;
     r->ring = cfg->ring ? cfg->ring : r->decoders + r->inflight + 2;
     int per_block = cfg->num_outputs;
     r->out_blocks = (r->encoders + per_block - 1) / per_block + r->inflight + 1;
@@ -499,6 +709,7 @@ pf_status rp_run_create(const rp_config *cfg, const rp_inputs *in, pf_device *de
     r->out_block = off;
     r->ring_block = first_frame_bytes(in);
     if (r->ring_block == 0) r->ring_block = 64; /* nothing decodes: every input fails alone */
+    r->bits_block = r->gpu_dec ? first_file_bytes(in) : 0;
 
     pf_status st;
     pf_pinned_pool_params pp = pf_pinned_pool_params_default();
@@ -507,13 +718,25 @@ pf_status rp_run_create(const rp_config *cfg, const rp_inputs *in, pf_device *de
     pp.block_count = r->ring;
     pp.name = "reproject-ring";
     if ((st = pf_pinned_pool_create(&pp, &r->ring_pool)) != PF_OK) goto fail;
-    pp.block_size = r->out_block;
+    if (r->gpu_dec) {
+        pp.block_size = r->bits_block;
+        pp.block_count = r->bits_count;
+        pp.name = "reproject-bits";
+        if ((st = pf_pinned_pool_create(&pp, &r->bits_pool)) != PF_OK) goto fail;
+    }
+    /* GPU encode: the views live on the device; a block is only the token
+     * that bounds the frames between compute and the encoders. */
+    r->out_pool_block = r->gpu_enc ? 64 : r->out_block;
+    pp.block_size = r->out_pool_block;
     pp.block_count = r->out_blocks;
     pp.name = "reproject-views";
     if ((st = pf_pinned_pool_create(&pp, &r->out_pool)) != PF_OK) goto fail;
 
-    pf_queue_params qp = {.capacity = (size_t)r->ring + 1, .item_size = sizeof(rp_job *)};
+    /* Every job holds a ring or bits block: pushes never wait for long. */
+    pf_queue_params qp = {.capacity = (size_t)(r->ring + r->bits_count) + 1,
+                          .item_size = sizeof(rp_job *)};
     if ((st = pf_queue_create(&qp, &r->decoded)) != PF_OK) goto fail;
+    if ((st = pf_queue_create(&qp, &r->ready)) != PF_OK) goto fail;
     qp.capacity = (size_t)r->out_blocks * (size_t)cfg->num_outputs;
     qp.item_size = sizeof(rp_encode_task);
     if ((st = pf_queue_create(&qp, &r->encode)) != PF_OK) goto fail;
@@ -538,13 +761,15 @@ pf_status rp_run_create(const rp_config *cfg, const rp_inputs *in, pf_device *de
     if ((st = rp_compute_setup(r)) != PF_OK) goto fail;
 
     pf_threadpool_params tpp = pf_threadpool_params_default();
-    tpp.num_threads = r->decoders + r->encoders + 2; /* + compute + the caller */
+    /* + compute + the GPU decode threads + the caller */
+    tpp.num_threads = r->decoders + r->encoders + 2 + r->gpu_states;
     tpp.name = "reproject";
     if ((st = pf_threadpool_create(&tpp, &r->threads)) != PF_OK) goto fail;
 
     atomic_init(&r->expected, in->count);
     atomic_init(&r->next_input, 0);
     atomic_init(&r->decoders_left, r->decoders);
+    atomic_init(&r->gpu_left, r->gpu_states);
     atomic_init(&r->encoders_left, r->encoders);
     r->setup_ns = pf_time_ns() - t_create;
     *out = r;
@@ -557,7 +782,7 @@ fail:
 
 pf_status rp_run_start(rp_run *r)
 {
-    int n = r->decoders + r->encoders + 1;
+    int n = r->decoders + r->encoders + 1 + r->gpu_states;
     rp_worker *w = calloc((size_t)n, sizeof *w);
     if (!w) return PF_ERR_NOMEM;
     r->t0 = pf_time_ns();
@@ -570,21 +795,25 @@ pf_status rp_run_start(rp_run *r)
         if (r->tracer) {
             if (i < r->decoders) snprintf(name, sizeof name, "decode %d", i);
             else if (i == r->decoders) snprintf(name, sizeof name, "compute");
-            else snprintf(name, sizeof name, "encode %d", i - r->decoders - 1);
+            else if (i <= r->decoders + r->encoders)
+                snprintf(name, sizeof name, "encode %d", i - r->decoders - 1);
+            else snprintf(name, sizeof name, "gpu decode %d", i - r->decoders - r->encoders - 1);
             w[i].track = pf_trace_track(r->tracer, name);
         }
     }
     r->workers = w;
     for (int i = 0; i < n; i++) {
-        pf_task_fn fn = i < r->decoders ? decoder_main
-                        : i == r->decoders ? rp_compute_main
-                                           : encoder_main;
+        pf_task_fn fn = i < r->decoders                  ? decoder_main
+                        : i == r->decoders                 ? rp_compute_main
+                        : i <= r->decoders + r->encoders ? encoder_main
+                                                           : rp_gpu_decode_main;
         pf_status st = pf_threadpool_submit(r->threads, fn, &w[i]);
         if (st != PF_OK) {
             /* Cannot happen with a pool of this size; never leave a waiter hanging. */
             rp_report(r->cfg->sink, "cannot start thread %d: %s", i, pf_last_error());
             r->cancel = 1;
             pf_queue_close(r->decoded);
+            pf_queue_close(r->ready);
             pf_queue_close(r->encode);
             int one = 1;
             pf_queue_push(r->done, &one, 0);
@@ -637,11 +866,20 @@ void rp_run_get_stats(rp_run *r, rp_stats *s)
     s->x.ring = r->ring;
     s->x.output_blocks = r->out_blocks;
     s->x.inflight = r->inflight;
+    s->x.gpu_decode = r->gpu_dec;
+    s->x.gpu_encode = r->gpu_enc;
+    s->x.decoded_hw = atomic_load(&r->dec_count[PF_JPEG_PATH_HW]);
+    s->x.decoded_gpu = atomic_load(&r->dec_count[PF_JPEG_PATH_GPU]);
+    s->x.decoded_cpu = atomic_load(&r->dec_count[PF_JPEG_PATH_CPU]);
+    s->x.encoded_gpu = atomic_load(&r->encoded_gpu);
+    s->x.encoded_cpu = atomic_load(&r->encoded_cpu);
     for (int i = 0; i < RP_STAGE_COUNT; i++)
-        s->x.stage_threads[i] = i == RP_STAGE_READ || i == RP_STAGE_DECODE     ? r->decoders
+        s->x.stage_threads[i] = i == RP_STAGE_DECODE && r->gpu_dec                ? r->gpu_states
+                                : i == RP_STAGE_READ || i == RP_STAGE_DECODE     ? r->decoders
                                 : i == RP_STAGE_ENCODE || i == RP_STAGE_WRITE ? r->encoders
                                                                               : 1;
-    s->x.host_bytes = r->ring_block * (size_t)r->ring + r->out_block * (size_t)r->out_blocks;
+    s->x.host_bytes = r->ring_block * (size_t)r->ring + r->out_pool_block * (size_t)r->out_blocks +
+                      r->bits_block * (size_t)(r->bits_pool ? r->bits_count : 0);
     s->x.device_bytes = r->device_bytes;
     pf_pinned_pool_stats ps;
     s->x.pinned = r->ring_pool && pf_pinned_pool_get_stats(r->ring_pool, &ps) == PF_OK && ps.pinned;
@@ -661,6 +899,8 @@ void rp_run_destroy(rp_run **rp)
     rp_compute_teardown(r);
     pf_tracer_destroy(&r->tracer);      /* writes the trace */
     pf_queue_destroy(&r->decoded);
+    pf_queue_destroy(&r->ready);
+    pf_pinned_pool_destroy(&r->bits_pool);
     pf_queue_destroy(&r->encode);
     pf_queue_destroy(&r->done);
     pf_pinned_pool_destroy(&r->ring_pool);

@@ -59,6 +59,9 @@ typedef struct rp_config {
     int decoders, encoders;          /* 0 = from the core count */
     int ring;                        /* decoded frames held at once; 0 = auto */
     int inflight;                    /* frames on the GPU at once; 0 = auto */
+    pf_reproject_codec codec;
+    bool cpu_assist;                 /* GPU decode: CPU threads take JPEGs when a batch waits */
+    int gpu_decoders;                /* GPU decode states; 0 = auto */
     const char *list_path;           /* more inputs, one per line */
     bool no_overwrite;
     const jobs_sink *sink;           /* messages */

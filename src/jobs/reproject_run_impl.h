@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 
+#include "io/nvjpeg.h"
 #include "jobs/reproject_run.h"
 
 /* One input frame on its way through the pipeline. Allocated by a decoder,
@@ -17,8 +18,16 @@ typedef struct rp_job {
     uint64_t seq;                      /* order of creation (trace flows) */
     int64_t t_start;                   /* pf_time_ns() when its read began */
     pf_frame src;                      /* decoded RGB24, in a ring block (or the heap) */
+    pf_frame dsrc;                     /* GPU decode: the decoded device frame */
     pf_buffer *ring_token;             /* the ring block when src lives on the heap */
-    pf_frame outs[RP_MAX_OUTPUTS];     /* views, in one output block */
+    pf_frame outs[RP_MAX_OUTPUTS];     /* views, in one output block (GPU encode: device frames) */
+    pf_buffer *out_token;              /* GPU encode: the output block held as a token */
+    /* GPU decode: the file's bytes, in bits_block (pinned) or bits_heap. */
+    const uint8_t *bits;
+    size_t bits_size;
+    uint8_t *bits_heap;
+    pf_buffer *bits_block;
+    int width, height;                 /* from the JPEG header */
     atomic_int pending;                /* views not yet written */
     atomic_bool failed;
 } rp_job;
@@ -34,6 +43,8 @@ typedef struct rp_slot {
     pf_frame dsrc;
     pf_frame douts[RP_MAX_OUTPUTS];
     pf_event *ev[6];                   /* upload start/end, kernel start/end, download start/end */
+    int batch;                         /* images decoded/uploaded with this one (stats) */
+    bool gpu_decoded;                  /* decoded by nvJPEG (ev 0..1 time is decode) */
 } rp_slot;
 
 typedef struct rp_worker {
@@ -65,6 +76,22 @@ struct rp_run {
     rp_slot *slots;
     size_t device_bytes;
 
+    /* codecs (docs/codecs.md) */
+    bool gpu_dec, gpu_enc;             /* nvJPEG decode / encode in use */
+    int gpu_states;                    /* GPU decode threads, each a decoder and a stream */
+    pf_nvjpeg_dec **nvdecs;
+    pf_stream **dec_streams;
+    pf_queue *ready;                   /* rp_job *: GPU-decoded (or passed through) for compute */
+    atomic_int gpu_left;               /* GPU decode threads still running */
+    pf_pinned_pool *bits_pool;         /* the files' bytes for GPU decode */
+    size_t bits_block;
+    int bits_count;
+    pf_nvjpeg_enc **nvenc;             /* one per encoder thread */
+    int batch;                         /* images per decode call */
+    rp_job **batch_jobs;               /* compute's */
+    size_t out_pool_block;             /* bytes per output block (a token with GPU encode) */
+    atomic_uint_fast64_t dec_count[PF_JPEG_PATHS], encoded_gpu, encoded_cpu;
+
     pf_tracer *tracer;
     int gpu_track[3];
     pf_histogram *latency;
@@ -88,6 +115,8 @@ void rp_add_busy(rp_run *r, rp_stage s, int64_t ns);
 
 /* Reports the job's failure (once per job) with a message naming its input. */
 void rp_job_fail(rp_run *r, rp_job *j, const char *what);
+/* Frees the job's compressed bytes (GPU decode) and gives their ring block back. */
+void rp_job_drop_bits(rp_job *j);
 /* Queues the job's views for encoding (or finishes a failed job at once). */
 void rp_job_to_encoders(rp_run *r, rp_job *j);
 
@@ -95,5 +124,8 @@ void rp_job_to_encoders(rp_run *r, rp_job *j);
 pf_status rp_compute_setup(rp_run *r);
 void rp_compute_teardown(rp_run *r);
 void rp_compute_main(void *user);
+/* A GPU decode thread (reproject_compute.c): batches from `decoded` into
+ * device frames, then on to `ready`. */
+void rp_gpu_decode_main(void *user);
 
 #endif

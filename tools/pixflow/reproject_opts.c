@@ -28,7 +28,12 @@ const cli_option rp_options[] = {
     {"decoders", "N", "decode threads (default: from the core count)"},
     {"encoders", "N", "encode + write threads (default: from the core count)"},
     {"ring", "N", "decoded frames held at once (default: decoders + 4)"},
-    {"inflight", "N", "frames on the GPU at once (default 3)"},
+    {"inflight", "N", "frames on the GPU at once (default 3; 16 with GPU decode)"},
+    {"codec", "C", "JPEG decode/encode: auto (default: nvJPEG on a CUDA device where it "
+                   "loads), cpu or gpu"},
+    {"gpu-decoders", "N", "GPU decode: nvJPEG states (threads) decoding batches (default 4)"},
+    {"cpu-assist", "on|off", "GPU decode: decoder threads decode on the CPU while a batch "
+                             "waits for the GPU (default on)"},
     CLI_OVERWRITE_OPTIONS,
     {"help", NULL, "show this help"},
     {NULL, NULL, NULL},
@@ -239,6 +244,18 @@ static int apply_option(rp_config *c, const char *name, const char *val, bool *v
         c->p.list = val;
     } else if (!strcmp(name, "device")) {
         c->device = val;
+    } else if (!strcmp(name, "codec")) {
+        if (!strcmp(val, "auto")) c->p.codec = PF_REPROJECT_CODEC_AUTO;
+        else if (!strcmp(val, "cpu")) c->p.codec = PF_REPROJECT_CODEC_CPU;
+        else if (!strcmp(val, "gpu")) c->p.codec = PF_REPROJECT_CODEC_GPU;
+        else return usage_error("--codec '%s': expected auto, cpu or gpu%s", val, "");
+    } else if (!strcmp(name, "gpu-decoders")) {
+        if (!parse_int(val, 1, 16, &c->p.gpu_decoders))
+            return usage_error("--gpu-decoders '%s': expected 1..16%s", val, "");
+    } else if (!strcmp(name, "cpu-assist")) {
+        if (!strcmp(val, "on")) c->p.no_cpu_assist = false;
+        else if (!strcmp(val, "off")) c->p.no_cpu_assist = true;
+        else return usage_error("--cpu-assist '%s': expected on or off%s", val, "");
     } else if (!strcmp(name, "trace")) {
         c->p.trace = val;
     } else if (!strcmp(name, "decoders") || !strcmp(name, "encoders") ||

@@ -88,6 +88,12 @@ void rp_print_summary(FILE *f, pf_job *job, const pf_job_result *r)
         fprintf(f, ", device %s (%d in flight)", cli_fmt_bytes(b, sizeof b, x->device_bytes),
                 x->inflight);
     fprintf(f, "\n");
+    fprintf(f, "  codecs     decode %s: %llu hardware, %llu gpu, %llu cpu; encode %s: %llu gpu, "
+               "%llu cpu files\n",
+            x->gpu_decode ? "nvJPEG" : "cpu", (unsigned long long)x->decoded_hw,
+            (unsigned long long)x->decoded_gpu, (unsigned long long)x->decoded_cpu,
+            x->gpu_encode ? "nvJPEG" : "cpu", (unsigned long long)x->encoded_gpu,
+            (unsigned long long)x->encoded_cpu);
     if (x->unpinned_fallbacks)
         fprintf(f, "  note       %llu frames were bigger than the first input and were decoded "
                    "into pageable memory\n", (unsigned long long)x->unpinned_fallbacks);
@@ -147,6 +153,15 @@ void rp_print_json(FILE *f, const pf_job_result *r)
     cli_json_int(&j, "inflight", x->inflight);
     cli_json_string(&j, "format", x->format == PF_IMAGE_PNG ? "png" : "jpeg");
     cli_json_int(&j, "quality", x->quality);
+    cli_json_object_end(&j);
+    cli_json_object_begin(&j, "codec");
+    cli_json_string(&j, "decode", x->gpu_decode ? "nvjpeg" : "cpu");
+    cli_json_string(&j, "encode", x->gpu_encode ? "nvjpeg" : "cpu");
+    cli_json_uint(&j, "decoded_hardware", x->decoded_hw);
+    cli_json_uint(&j, "decoded_gpu", x->decoded_gpu);
+    cli_json_uint(&j, "decoded_cpu", x->decoded_cpu);
+    cli_json_uint(&j, "encoded_gpu", x->encoded_gpu);
+    cli_json_uint(&j, "encoded_cpu", x->encoded_cpu);
     cli_json_object_end(&j);
     cli_json_object_begin(&j, "memory");
     cli_json_uint(&j, "host_bytes", x->host_bytes);
