@@ -394,7 +394,7 @@ typedef struct pf_reproject_params {
      * CPU idle). true turns that off: every JPEG the GPU takes waits for it. */
     bool no_cpu_assist;
     int gpu_decoders;        /* GPU decode: decoder states, each a thread and stream decoding
-                                batches of inflight / 2; 0 = auto (4) */
+                                batches of inflight / 2; 0 = auto (2) */
 } pf_reproject_params;
 
 PF_API pf_reproject_params pf_reproject_params_default(void);

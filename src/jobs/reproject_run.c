@@ -694,7 +694,11 @@ pf_status rp_run_create(const rp_config *cfg, const rp_inputs *in, pf_device *de
      * pool holds the files read ahead, being decoded, and waiting for the
      * kernels: D + 2 S B + K + 2. The ring then holds only CPU-decoded
      * frames (progressive JPEGs, PNG, the CPU assist). */
-    r->gpu_states = r->gpu_dec ? (cfg->gpu_decoders ? cfg->gpu_decoders : 4) : 0;
+    /* 2 states by default: of 2, 4 and 8 on an H200 (240 8K JPEGs -> 8
+     * views, docs/benchmarks.md 2026-11-28) 2 was fastest (153 images/s
+     * against 116 and 117): more states contend for the engines and the
+     * pinned blocks without decoding more. */
+    r->gpu_states = r->gpu_dec ? (cfg->gpu_decoders ? cfg->gpu_decoders : 2) : 0;
     r->bits_count = r->decoders + 2 * r->gpu_states * r->batch + r->inflight + 2;
     r->ring = cfg->ring ? cfg->ring : r->decoders + r->inflight + 2;
     int per_block = cfg->num_outputs;

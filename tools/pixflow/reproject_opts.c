@@ -31,7 +31,7 @@ const cli_option rp_options[] = {
     {"inflight", "N", "frames on the GPU at once (default 3; 16 with GPU decode)"},
     {"codec", "C", "JPEG decode/encode: auto (default: nvJPEG on a CUDA device where it "
                    "loads), cpu or gpu"},
-    {"gpu-decoders", "N", "GPU decode: nvJPEG states (threads) decoding batches (default 4)"},
+    {"gpu-decoders", "N", "GPU decode: nvJPEG states (threads) decoding batches (default 2)"},
     {"cpu-assist", "on|off", "GPU decode: decoder threads decode on the CPU while a batch "
                              "waits for the GPU (default on)"},
     CLI_OVERWRITE_OPTIONS,
