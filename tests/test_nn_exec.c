@@ -123,6 +123,19 @@ static void test_batches_and_cache(void)
     CHECK_OK(pf_nn_exec_reserve(x));
     CHECK_OK(pf_nn_exec_get_stats(x, &s));
     CHECK_EQ_INT(s.plans, 4);
+    /* reserve_batch: a planned size adds nothing; outside 1..max_batch is
+     * refused naming the batch; the CPU plans sizes as given (no buckets). */
+    CHECK_OK(pf_nn_exec_reserve_batch(x, 2));
+    CHECK_OK(pf_nn_exec_get_stats(x, &s));
+    CHECK_EQ_INT(s.plans, 4);
+    CHECK(pf_nn_exec_reserve_batch(x, 5) == PF_ERR_INVALID);
+    CHECK(strstr(pf_last_error(), "batch 5") != NULL);
+    CHECK(pf_nn_exec_reserve_batch(x, 0) == PF_ERR_INVALID);
+    CHECK(pf_nn_exec_reserve_batch(NULL, 1) == PF_ERR_INVALID);
+    /* The warm-up is a no-op on the CPU and refuses NULLs. */
+    CHECK_OK(pf_nn_warmup(m, &p, 4));
+    CHECK(pf_nn_warmup(NULL, &p, 1) == PF_ERR_INVALID);
+    CHECK(pf_nn_warmup(m, NULL, 1) == PF_ERR_INVALID);
 
     pf_nn_node_time t[8];
     int n = 0;

@@ -462,6 +462,11 @@ static void test_errors(void)
     cfg.params = bb;
     CHECK(pf_stage_builtin("nn.infer", &cfg, &d) == PF_ERR_INVALID);
     CHECK(strstr(pf_last_error(), "batch") != NULL);
+    pf_stage_param rv[] = {{"model", "m.tflite", 0}, {"reserve", "sometimes", 0}};
+    cfg.params = rv;
+    CHECK(pf_stage_builtin("nn.infer", &cfg, &d) == PF_ERR_INVALID);
+    CHECK(strstr(pf_last_error(), "reserve 'sometimes'") != NULL);
+    CHECK(strstr(pf_last_error(), "max") != NULL);
 
     /* A tensor holding two masks stops the pipeline naming the shape. */
     pf_pipeline_params pp = pf_pipeline_params_default();
