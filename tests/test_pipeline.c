@@ -754,7 +754,11 @@ static void test_cancel(void)
             CHECK_EQ_INT(ps.edges[i].pushed,
                          ps.edges[i].popped + ps.edges[i].dropped + ps.edges[i].cancelled);
         }
-        CHECK(ps.edges[0].cancelled > 0); /* the source kept the first edge full */
+        /* Items were in flight when the cancel came: b (300 us an item)
+         * keeps the edges behind it full. Which edge held them depends on
+         * the machine (under ASan on 2 loaded cores the source can be the
+         * slowest, leaving the first edge empty: seen in CI), so the sum. */
+        CHECK(cancelled > 0);
         CHECK_EQ_INT(ps.dropped, 0);
         CHECK_EQ_INT(atomic_load(&a.stops), 1);
         CHECK_EQ_INT(atomic_load(&b.stops), 1);
