@@ -475,6 +475,63 @@ pf_status pf_nn_exec_get_stats(pf_nn_exec *x, pf_nn_exec_stats *out)
     return PF_OK;
 }
 
+/* Zero-filled inputs and outputs of plan e where x's device reads them:
+ * host memory on the CPU; on CUDA device memory from a temporary allocator,
+ * filled on a temporary stream. For runs the caller has no data for
+ * (profiling, the warm-up). zero_io_close waits for the stream and frees
+ * everything; it is safe after a failed open. */
+typedef struct zero_io {
+    pf_allocator *alloc;
+    pf_stream *stream;
+    pf_tensor *t;      /* inputs then outputs, in the plan graph's order */
+    int nt;
+} zero_io;
+
+static pf_status zero_io_open(pf_nn_exec *x, const exec_plan *e, const char *name, zero_io *z)
+{
+    memset(z, 0, sizeof *z);
+    const pf_ir_graph *g = e->g;
+    const bool cpu = x->dev_type == PF_DEVICE_CPU;
+    pf_status st = PF_OK;
+    if (!cpu) {
+        pf_allocator_params ap = pf_allocator_params_default();
+        ap.device = x->params.device;
+        ap.domain = PF_MEM_DEVICE;
+        ap.name = name;
+        st = pf_allocator_create(&ap, &z->alloc);
+        if (st == PF_OK) {
+            pf_stream_params sp = pf_stream_params_default();
+            sp.device = x->params.device;
+            st = pf_stream_create(&sp, &z->stream);
+        }
+        if (st != PF_OK) return st;
+    }
+    z->nt = g->n_inputs + g->n_outputs;
+    z->t = calloc((size_t)(z->nt ? z->nt : 1), sizeof *z->t);
+    if (!z->t) return pf_set_error(PF_ERR_NOMEM, "%s: out of memory", name);
+    for (int k = 0; k < z->nt && st == PF_OK; k++) {
+        const pf_ir_value *v =
+            &g->values[k < g->n_inputs ? g->inputs[k] : g->outputs[k - g->n_inputs]];
+        pf_dtype d = PF_DTYPE_F32;
+        if (!dtype_ok(v->dtype, d)) d = dtype_ok(v->dtype, PF_DTYPE_I32) ? PF_DTYPE_I32 : PF_DTYPE_U8;
+        st = pf_tensor_alloc(&z->t[k], d, v->ndim, v->dims, PF_LAYOUT_NONE, z->alloc, z->stream);
+        size_t nb = st == PF_OK ? pf_tensor_nbytes(&z->t[k]) : 0;
+        if (nb && cpu) memset(z->t[k].data, 0, nb);
+        else if (nb) st = pf_memset_async(z->stream, z->t[k].data, 0, nb);
+    }
+    return st;
+}
+
+static void zero_io_close(zero_io *z)
+{
+    if (z->stream) pf_stream_synchronize(z->stream);
+    for (int k = 0; z->t && k < z->nt; k++) pf_tensor_unref(&z->t[k]);
+    free(z->t);
+    pf_stream_destroy(&z->stream);
+    pf_allocator_destroy(&z->alloc);
+    memset(z, 0, sizeof *z);
+}
+
 /* Profiling runs on zero-filled tensors the executor allocates where its
  * device reads them (host for the CPU, device memory through a temporary
  * allocator and stream on CUDA). */
@@ -499,45 +556,12 @@ pf_status pf_nn_exec_profile(pf_nn_exec *x, int batch, pf_nn_node_time *times, i
     exec_plan *e = NULL;
     pf_status st = get_plan(x, b, &e);
     if (st) return st;
-    const pf_ir_graph *g = e->g;
-    bool cpu = x->dev_type == PF_DEVICE_CPU;
-    pf_allocator *alloc = NULL;
-    pf_stream *stream = NULL;
-    if (!cpu) {
-        pf_allocator_params ap = pf_allocator_params_default();
-        ap.device = x->params.device;
-        ap.domain = PF_MEM_DEVICE;
-        ap.name = "nn-profile";
-        st = pf_allocator_create(&ap, &alloc);
-        if (st) return st;
-        pf_stream_params sp = pf_stream_params_default();
-        sp.device = x->params.device;
-        st = pf_stream_create(&sp, &stream);
-        if (st) {
-            pf_allocator_destroy(&alloc);
-            return st;
-        }
-    }
-    int nt = g->n_inputs + g->n_outputs;
-    pf_tensor *t = calloc((size_t)(nt ? nt : 1), sizeof *t);
-    if (!t) st = pf_set_error(PF_ERR_NOMEM, "pf_nn_exec_profile: out of memory");
-    for (int k = 0; t && k < nt && st == PF_OK; k++) {
-        const pf_ir_value *v = &g->values[k < g->n_inputs ? g->inputs[k] : g->outputs[k - g->n_inputs]];
-        pf_dtype d = PF_DTYPE_F32;
-        if (!dtype_ok(v->dtype, d)) d = dtype_ok(v->dtype, PF_DTYPE_I32) ? PF_DTYPE_I32 : PF_DTYPE_U8;
-        st = pf_tensor_alloc(&t[k], d, v->ndim, v->dims, PF_LAYOUT_NONE, alloc, stream);
-        size_t nb = st == PF_OK ? pf_tensor_nbytes(&t[k]) : 0;
-        if (nb && cpu) memset(t[k].data, 0, nb);
-        else if (nb) st = pf_memset_async(stream, t[k].data, 0, nb);
-    }
+    zero_io z;
+    st = zero_io_open(x, e, "nn-profile", &z);
     if (st == PF_OK)
-        st = x->be->plan_profile(x->ctx, e->plan, stream, t, g->n_inputs, t + g->n_inputs,
-                                 g->n_outputs, times, cap, n);
-    if (stream) pf_stream_synchronize(stream);
-    for (int k = 0; t && k < nt; k++) pf_tensor_unref(&t[k]);
-    free(t);
-    pf_stream_destroy(&stream);
-    pf_allocator_destroy(&alloc);
+        st = x->be->plan_profile(x->ctx, e->plan, z.stream, z.t, e->g->n_inputs,
+                                 z.t + e->g->n_inputs, e->g->n_outputs, times, cap, n);
+    zero_io_close(&z);
     return st;
 }
 
@@ -557,46 +581,14 @@ pf_status pf_nn_warmup(pf_model *m, const pf_nn_exec_params *p, int batch)
     if (st == PF_OK)
         st = get_plan(x, pf_model_has_symbolic_batch(m) ? bucket_of(x, batch)
                                                         : pf_model_fixed_batch(m), &e);
-    pf_allocator *alloc = NULL;
-    pf_stream *stream = NULL;
-    pf_tensor *t = NULL;
-    int nt = 0;
-    if (st == PF_OK) {
-        pf_allocator_params ap = pf_allocator_params_default();
-        ap.device = prm.device;
-        ap.domain = PF_MEM_DEVICE;
-        ap.name = "nn-warmup";
-        st = pf_allocator_create(&ap, &alloc);
-    }
-    if (st == PF_OK) {
-        pf_stream_params sp = pf_stream_params_default();
-        sp.device = prm.device;
-        st = pf_stream_create(&sp, &stream);
-    }
-    if (st == PF_OK) {
-        const pf_ir_graph *g = e->g;
-        nt = g->n_inputs + g->n_outputs;
-        t = calloc((size_t)(nt ? nt : 1), sizeof *t);
-        if (!t) st = pf_set_error(PF_ERR_NOMEM, "pf_nn_warmup: out of memory");
-        for (int k = 0; t && k < nt && st == PF_OK; k++) {
-            const pf_ir_value *v =
-                &g->values[k < g->n_inputs ? g->inputs[k] : g->outputs[k - g->n_inputs]];
-            pf_dtype d = PF_DTYPE_F32;
-            if (!dtype_ok(v->dtype, d))
-                d = dtype_ok(v->dtype, PF_DTYPE_I32) ? PF_DTYPE_I32 : PF_DTYPE_U8;
-            st = pf_tensor_alloc(&t[k], d, v->ndim, v->dims, PF_LAYOUT_NONE, alloc, stream);
-            size_t nb = st == PF_OK ? pf_tensor_nbytes(&t[k]) : 0;
-            if (nb) st = pf_memset_async(stream, t[k].data, 0, nb);
-        }
-        if (st == PF_OK)
-            st = x->be->plan_run(x->ctx, e->plan, stream, t, g->n_inputs, t + g->n_inputs,
-                                 g->n_outputs);
-        if (st == PF_OK) st = pf_stream_synchronize(stream);
-    }
-    for (int k = 0; t && k < nt; k++) pf_tensor_unref(&t[k]);
-    free(t);
-    pf_stream_destroy(&stream);
-    pf_allocator_destroy(&alloc);
+    zero_io z;
+    memset(&z, 0, sizeof z);
+    if (st == PF_OK) st = zero_io_open(x, e, "nn-warmup", &z);
+    if (st == PF_OK)
+        st = x->be->plan_run(x->ctx, e->plan, z.stream, z.t, e->g->n_inputs,
+                             z.t + e->g->n_inputs, e->g->n_outputs);
+    if (st == PF_OK) st = pf_stream_synchronize(z.stream); /* a run's device error, here */
+    zero_io_close(&z);
     pf_nn_exec_destroy(&x);
     if (st == PF_OK)
         PF_LOGD("nn %s: warm-up (plan and one run of batch %d) in %.1f ms", pf_model_name(m), batch,
